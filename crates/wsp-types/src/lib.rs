@@ -1,0 +1,17 @@
+//! Wire types and validated newtypes of the wsp agent-workspace protocol.
+//!
+//! **Invariant:** this crate does no I/O, has no async code and knows no HTTP framework.
+//! Parse, don't validate: a [`WorkspacePath`], [`OwnerId`] or [`ETag`] that exists is valid.
+//!
+//! The structs in [`wire`] are generated from `schemas/*.schema.json` by `cargo xtask codegen`;
+//! the newtypes here are written by hand.
+
+mod error;
+mod etag;
+mod owner;
+mod path;
+
+pub use error::{ErrorCode, LimitKind};
+pub use etag::ETag;
+pub use owner::{Owner, OwnerId, OwnerIdError};
+pub use path::{PathError, WorkspacePath, WorkspacePrefix};

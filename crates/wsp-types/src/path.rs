@@ -88,6 +88,13 @@ impl AsRef<str> for WorkspacePath {
     }
 }
 
+// Ord, Eq and Hash are the inner string's, so lookups by `&str` are consistent.
+impl std::borrow::Borrow<str> for WorkspacePath {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::str::FromStr for WorkspacePath {
     type Err = PathError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

@@ -1,0 +1,715 @@
+//! The backend test battery: the contract of [`WorkspaceStore`](crate::WorkspaceStore) as tests.
+//!
+//! A backend runs the whole battery from its own tests with one macro call; the argument is a
+//! factory that builds a fresh, empty store with the given [`Limits`]:
+//!
+//! ```text
+//! wsp_store::battery_tests!(|limits| async move { MyStore::open_temp(limits).await });
+//! ```
+//!
+//! The calling crate needs `tokio` (features `rt-multi-thread`, `macros`) as a dev-dependency.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::Arc;
+
+use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+
+use crate::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
+
+/// Expands to one `#[tokio::test]` per battery case, each calling `make(limits)` for a fresh store.
+#[macro_export]
+macro_rules! battery_tests {
+    ($make:expr) => {
+        $crate::battery_tests!(@each $make;
+            create_read_list_round_trip,
+            versions_and_history,
+            content_type_and_author_are_kept,
+            if_match_fresh_and_stale,
+            if_match_lists_and_wildcards,
+            failed_precondition_changes_nothing,
+            delete_tombstones,
+            delete_preconditions,
+            recreate_after_delete_starts_a_new_life,
+            retention_keeps_the_newest_versions,
+            max_file_bytes_counts_utf8_bytes,
+            max_files_counts_live_files,
+            owners_are_isolated,
+            list_prefix_and_byte_order,
+            racing_conditional_writers_have_one_winner_per_version,
+            racing_creators_have_one_winner,
+            concurrent_readers_see_whole_versions
+        );
+    };
+    (@each $make:expr; $($name:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $name() {
+                $crate::battery::$name(&$make).await;
+            }
+        )*
+    };
+}
+
+fn owner(t: &str) -> Owner {
+    Owner::parse(t, "w").expect("valid owner")
+}
+
+fn path(p: &str) -> WorkspacePath {
+    WorkspacePath::parse(p).expect("valid path")
+}
+
+fn all() -> WorkspacePrefix {
+    WorkspacePrefix::all()
+}
+
+fn small() -> Limits {
+    Limits {
+        max_file_bytes: 64,
+        max_files: 3,
+        max_versions: 3,
+    }
+}
+
+async fn put<S: WorkspaceStore>(s: &S, o: &Owner, p: &str, c: &str) -> crate::StoredFile {
+    s.put(o, &path(p), FileWrite::markdown(c), Precondition::None)
+        .await
+        .expect("put succeeds")
+}
+
+/// PUT creates version 1; GET returns it; list shows it without content.
+pub async fn create_read_list_round_trip<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let stored = put(&s, &a, "notes/plan.md", "# Plan").await;
+    assert_eq!(stored.meta.version, 1);
+    assert_eq!(stored.content, "# Plan");
+    assert_eq!(stored.meta.size, 6);
+    let got = s.get(&a, &path("notes/plan.md"), None).await.unwrap();
+    assert_eq!(got, stored);
+    let listed = s.list(&a, &all()).await.unwrap();
+    assert_eq!(listed, vec![stored.meta.clone()]);
+    assert_eq!(
+        s.get(&a, &path("notes/other.md"), None).await,
+        Err(StoreError::NotFound)
+    );
+}
+
+/// Each write adds exactly one version; old versions stay readable; history is newest first.
+pub async fn versions_and_history<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let mut etags = Vec::new();
+    for i in 1..=4u64 {
+        let f = put(&s, &a, "MEMORY.md", &format!("v{i}")).await;
+        assert_eq!(f.meta.version, i);
+        etags.push(f.meta.etag);
+    }
+    assert_eq!(
+        etags.iter().collect::<HashSet<_>>().len(),
+        4,
+        "etags are distinct"
+    );
+    for i in 1..=4u64 {
+        let f = s.get(&a, &path("MEMORY.md"), Some(i)).await.unwrap();
+        assert_eq!(f.content, format!("v{i}"));
+        assert_eq!(f.meta.version, i);
+        assert_eq!(f.meta.etag, etags[i as usize - 1]);
+    }
+    assert_eq!(
+        s.get(&a, &path("MEMORY.md"), Some(5)).await,
+        Err(StoreError::NotFound)
+    );
+    let h = s.history(&a, &path("MEMORY.md")).await.unwrap();
+    assert_eq!(
+        h.iter().map(|m| m.version).collect::<Vec<_>>(),
+        vec![4, 3, 2, 1]
+    );
+    assert_eq!(
+        s.history(&a, &path("absent.md")).await,
+        Err(StoreError::NotFound)
+    );
+}
+
+/// Media type and author survive the round trip, per version.
+pub async fn content_type_and_author_are_kept<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let w = FileWrite {
+        content: "{}".into(),
+        content_type: "application/json".into(),
+        author: Some("alice".into()),
+    };
+    s.put(&a, &path("x.json"), w, Precondition::None)
+        .await
+        .unwrap();
+    put(&s, &a, "x.json", "# now markdown").await;
+    let v1 = s.get(&a, &path("x.json"), Some(1)).await.unwrap();
+    assert_eq!(v1.meta.content_type, "application/json");
+    assert_eq!(v1.meta.author.as_deref(), Some("alice"));
+    let v2 = s.get(&a, &path("x.json"), None).await.unwrap();
+    assert_eq!(v2.meta.content_type, "text/markdown");
+    assert_eq!(v2.meta.author, None);
+}
+
+/// `If-Match` with the live etag wins; with an older one it is a conflict naming the live version.
+pub async fn if_match_fresh_and_stale<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let p = path("DIRECTIVES.md");
+    let v1 = put(&s, &a, "DIRECTIVES.md", "one").await;
+    let v2 = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown("two"),
+            Precondition::IfMatch(vec![v1.meta.etag.clone()]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(v2.meta.version, 2);
+    let stale = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown("three"),
+            Precondition::IfMatch(vec![v1.meta.etag]),
+        )
+        .await;
+    assert_eq!(stale, Err(StoreError::Conflict { current_version: 2 }));
+    let absent = s
+        .put(
+            &a,
+            &path("absent.md"),
+            FileWrite::markdown("x"),
+            Precondition::IfMatch(vec![v2.meta.etag]),
+        )
+        .await;
+    assert_eq!(absent, Err(StoreError::Conflict { current_version: 0 }));
+    let wrong = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown("x"),
+            Precondition::IfMatch(vec![ETag::from_wire("\"nope\"")]),
+        )
+        .await;
+    assert_eq!(wrong, Err(StoreError::Conflict { current_version: 2 }));
+}
+
+/// A list of etags matches any of them; `If-Match: *` needs a live file; `If-None-Match: *` none.
+pub async fn if_match_lists_and_wildcards<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let p = path("a.md");
+    let any = s
+        .put(&a, &p, FileWrite::markdown("x"), Precondition::IfMatchAny)
+        .await;
+    assert_eq!(any, Err(StoreError::Conflict { current_version: 0 }));
+    let created = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown("x"),
+            Precondition::IfNoneMatchAny,
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.meta.version, 1);
+    let again = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown("y"),
+            Precondition::IfNoneMatchAny,
+        )
+        .await;
+    assert_eq!(again, Err(StoreError::Conflict { current_version: 1 }));
+    let v2 = s
+        .put(&a, &p, FileWrite::markdown("y"), Precondition::IfMatchAny)
+        .await
+        .unwrap();
+    assert_eq!(v2.meta.version, 2);
+    let listed = Precondition::IfMatch(vec![ETag::from_wire("\"other\""), v2.meta.etag.clone()]);
+    let v3 = s
+        .put(&a, &p, FileWrite::markdown("z"), listed)
+        .await
+        .unwrap();
+    assert_eq!(v3.meta.version, 3);
+}
+
+/// A refused write leaves content, version, etag and list exactly as they were.
+pub async fn failed_precondition_changes_nothing<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(small()).await;
+    let a = owner("a");
+    let before = put(&s, &a, "a.md", "keep").await;
+    let p = path("a.md");
+    let _ = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown("lost"),
+            Precondition::IfNoneMatchAny,
+        )
+        .await;
+    let _ = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown(&"x".repeat(65)),
+            Precondition::None,
+        )
+        .await;
+    let _ = s
+        .put(
+            &a,
+            &p,
+            FileWrite::markdown("lost"),
+            Precondition::IfMatch(vec![ETag::from_wire("\"x\"")]),
+        )
+        .await;
+    assert_eq!(s.get(&a, &p, None).await.unwrap(), before);
+    assert_eq!(s.history(&a, &p).await.unwrap().len(), 1);
+    assert_eq!(s.list(&a, &all()).await.unwrap(), vec![before.meta]);
+}
+
+/// A delete tombstones: get, versioned get, history and list all stop showing the file.
+pub async fn delete_tombstones<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let p = path("gone.md");
+    put(&s, &a, "gone.md", "1").await;
+    put(&s, &a, "gone.md", "2").await;
+    put(&s, &a, "kept.md", "k").await;
+    let d = s.delete(&a, &p, Precondition::None).await.unwrap();
+    assert_eq!(d.version, 3, "the tombstone is the last version plus one");
+    assert_eq!(s.get(&a, &p, None).await, Err(StoreError::NotFound));
+    assert_eq!(s.get(&a, &p, Some(1)).await, Err(StoreError::NotFound));
+    assert_eq!(s.get(&a, &p, Some(2)).await, Err(StoreError::NotFound));
+    assert_eq!(s.history(&a, &p).await, Err(StoreError::NotFound));
+    let listed: Vec<_> = s
+        .list(&a, &all())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.path)
+        .collect();
+    assert_eq!(listed, vec![path("kept.md")]);
+    assert_eq!(
+        s.delete(&a, &p, Precondition::None).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.delete(&a, &path("never.md"), Precondition::None).await,
+        Err(StoreError::NotFound)
+    );
+}
+
+/// Deletes honour `If-Match`.
+pub async fn delete_preconditions<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let p = path("a.md");
+    let v1 = put(&s, &a, "a.md", "1").await;
+    let v2 = put(&s, &a, "a.md", "2").await;
+    let stale = s
+        .delete(&a, &p, Precondition::IfMatch(vec![v1.meta.etag]))
+        .await;
+    assert_eq!(stale, Err(StoreError::Conflict { current_version: 2 }));
+    assert_eq!(s.get(&a, &p, None).await.unwrap().content, "2");
+    let d = s
+        .delete(&a, &p, Precondition::IfMatch(vec![v2.meta.etag]))
+        .await
+        .unwrap();
+    assert_eq!(d.version, 3);
+}
+
+/// A write after a delete starts at version 1 with etags no earlier life ever had.
+pub async fn recreate_after_delete_starts_a_new_life<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let p = path("cycle.md");
+    let mut seen = HashSet::new();
+    let mut last_etag = None;
+    for life in 0..5 {
+        for v in 1..=2u64 {
+            let f = put(&s, &a, "cycle.md", &format!("life {life} v{v}")).await;
+            assert_eq!(f.meta.version, v);
+            assert!(
+                seen.insert(f.meta.etag.clone()),
+                "etag repeated across lives"
+            );
+            last_etag = Some(f.meta.etag);
+        }
+        s.delete(&a, &p, Precondition::None).await.unwrap();
+    }
+    let stale = Precondition::IfMatch(vec![last_etag.unwrap()]);
+    assert_eq!(
+        s.put(&a, &p, FileWrite::markdown("x"), stale).await,
+        Err(StoreError::Conflict { current_version: 0 })
+    );
+    let fresh = put(&s, &a, "cycle.md", "new").await;
+    assert_eq!(fresh.meta.version, 1);
+    assert!(!seen.contains(&fresh.meta.etag));
+    assert_eq!(
+        s.get(&a, &p, Some(2)).await,
+        Err(StoreError::NotFound),
+        "old life not served"
+    );
+    assert_eq!(s.history(&a, &p).await.unwrap().len(), 1);
+}
+
+/// Only the newest `max_versions` versions are retained; the latest is always there.
+pub async fn retention_keeps_the_newest_versions<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(small()).await;
+    let a = owner("a");
+    let p = path("r.md");
+    for i in 1..=6 {
+        put(&s, &a, "r.md", &format!("v{i}")).await;
+    }
+    let h = s.history(&a, &p).await.unwrap();
+    assert_eq!(
+        h.iter().map(|m| m.version).collect::<Vec<_>>(),
+        vec![6, 5, 4]
+    );
+    for gone in 1..=3 {
+        assert_eq!(s.get(&a, &p, Some(gone)).await, Err(StoreError::NotFound));
+    }
+    assert_eq!(s.get(&a, &p, Some(4)).await.unwrap().content, "v4");
+    assert_eq!(s.get(&a, &p, None).await.unwrap().content, "v6");
+}
+
+/// The size limit counts UTF-8 bytes: exactly the limit is accepted, one more byte is not.
+pub async fn max_file_bytes_counts_utf8_bytes<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(small()).await;
+    let a = owner("a");
+    let p = path("big.md");
+    let exact = "ü".repeat(32); // 64 bytes, 32 characters
+    assert_eq!(
+        s.put(&a, &p, FileWrite::markdown(&exact), Precondition::None)
+            .await
+            .unwrap()
+            .meta
+            .size,
+        64
+    );
+    let over = format!("{exact}x");
+    assert_eq!(
+        s.put(&a, &p, FileWrite::markdown(over), Precondition::None)
+            .await,
+        Err(StoreError::TooLarge {
+            limit: LimitKind::MaxFileBytes,
+            max: 64
+        })
+    );
+    assert_eq!(s.get(&a, &p, None).await.unwrap().content, exact);
+}
+
+/// `max_files` counts live files per owner: replacing is fine, a new path over the limit is not.
+pub async fn max_files_counts_live_files<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(small()).await;
+    let a = owner("a");
+    for p in ["1.md", "2.md", "3.md"] {
+        put(&s, &a, p, "x").await;
+    }
+    let too_many = s
+        .put(
+            &a,
+            &path("4.md"),
+            FileWrite::markdown("x"),
+            Precondition::None,
+        )
+        .await;
+    assert_eq!(
+        too_many,
+        Err(StoreError::TooLarge {
+            limit: LimitKind::MaxFiles,
+            max: 3
+        })
+    );
+    put(&s, &a, "3.md", "replace is fine").await;
+    put(&s, &owner("b"), "4.md", "another owner has its own count").await;
+    s.delete(&a, &path("1.md"), Precondition::None)
+        .await
+        .unwrap();
+    put(&s, &a, "4.md", "room again").await;
+    assert_eq!(s.list(&a, &all()).await.unwrap().len(), 3);
+}
+
+/// Another owner's files are invisible and untouchable, even at the same path.
+pub async fn owners_are_isolated<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let (a, b) = (owner("a"), owner("b"));
+    let same_tenant_other_ws = Owner::parse("a", "w2").unwrap();
+    let p = path("AGENTS.md");
+    let fa = put(&s, &a, "AGENTS.md", "A's secret").await;
+    for other in [&b, &same_tenant_other_ws] {
+        assert_eq!(s.get(other, &p, None).await, Err(StoreError::NotFound));
+        assert_eq!(s.get(other, &p, Some(1)).await, Err(StoreError::NotFound));
+        assert_eq!(s.history(other, &p).await, Err(StoreError::NotFound));
+        assert_eq!(s.list(other, &all()).await.unwrap(), vec![]);
+        assert_eq!(
+            s.delete(other, &p, Precondition::None).await,
+            Err(StoreError::NotFound)
+        );
+        let guess = Precondition::IfMatch(vec![fa.meta.etag.clone()]);
+        assert_eq!(
+            s.put(other, &p, FileWrite::markdown("x"), guess).await,
+            Err(StoreError::Conflict { current_version: 0 })
+        );
+    }
+    let fb = put(&s, &b, "AGENTS.md", "B's own").await;
+    assert_eq!(fb.meta.version, 1);
+    assert_eq!(s.get(&a, &p, None).await.unwrap(), fa);
+    assert_eq!(s.get(&b, &p, None).await.unwrap().content, "B's own");
+}
+
+/// `prefix` is a plain string prefix and the list is sorted in byte order.
+pub async fn list_prefix_and_byte_order<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    for p in [
+        "notes/b.md",
+        "notes-x.md",
+        "notes/a.md",
+        "Notes.md",
+        "notes.md",
+        "n",
+        "knowledge/k.md",
+    ] {
+        put(&s, &a, p, "x").await;
+    }
+    let names = |v: Vec<crate::FileMeta>| {
+        v.into_iter()
+            .map(|m| m.path.into_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(s.list(&a, &all()).await.unwrap()),
+        [
+            "Notes.md",
+            "knowledge/k.md",
+            "n",
+            "notes-x.md",
+            "notes.md",
+            "notes/a.md",
+            "notes/b.md"
+        ]
+    );
+    let pre = |p: &str| WorkspacePrefix::parse(p).unwrap();
+    assert_eq!(
+        names(s.list(&a, &pre("notes/")).await.unwrap()),
+        ["notes/a.md", "notes/b.md"]
+    );
+    assert_eq!(
+        names(s.list(&a, &pre("notes")).await.unwrap()),
+        ["notes-x.md", "notes.md", "notes/a.md", "notes/b.md"]
+    );
+    assert_eq!(
+        names(s.list(&a, &pre("zzz")).await.unwrap()),
+        Vec::<String>::new()
+    );
+}
+
+/// Many tasks racing `If-Match` writes on one path: one winner per version, no gaps, none lost.
+pub async fn racing_conditional_writers_have_one_winner_per_version<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = Arc::new(
+        make(Limits {
+            max_versions: 1000,
+            ..Limits::default()
+        })
+        .await,
+    );
+    let a = owner("a");
+    let p = path("race.md");
+    put(&*s, &a, "race.md", "start").await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..8 {
+        let (s, a, p) = (s.clone(), a.clone(), p.clone());
+        tasks.spawn(async move {
+            let mut won = Vec::new();
+            for i in 0..25 {
+                let live = s.get(&a, &p, None).await.unwrap();
+                let w = FileWrite::markdown(format!("task {t} try {i}"));
+                match s
+                    .put(&a, &p, w, Precondition::IfMatch(vec![live.meta.etag]))
+                    .await
+                {
+                    Ok(f) => won.push((f.meta.version, f.content)),
+                    Err(StoreError::Conflict { current_version }) => {
+                        assert!(current_version > live.meta.version)
+                    }
+                    Err(e) => panic!("unexpected {e}"),
+                }
+            }
+            won
+        });
+    }
+    let mut wins = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        wins.extend(r.unwrap());
+    }
+    wins.sort();
+    let versions: Vec<u64> = wins.iter().map(|w| w.0).collect();
+    let expect: Vec<u64> = (2..2 + wins.len() as u64).collect();
+    assert_eq!(versions, expect, "exactly one winner per version, gap-free");
+    let h = s.history(&a, &p).await.unwrap();
+    assert_eq!(h.len(), wins.len() + 1);
+    for (version, content) in &wins {
+        assert_eq!(
+            &s.get(&a, &p, Some(*version)).await.unwrap().content,
+            content,
+            "nothing lost"
+        );
+    }
+}
+
+/// Many tasks racing `If-None-Match: *` on one new path: exactly one creates it.
+pub async fn racing_creators_have_one_winner<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = Arc::new(make(Limits::default()).await);
+    let a = owner("a");
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..16 {
+        let (s, a) = (s.clone(), a.clone());
+        tasks.spawn(async move {
+            s.put(
+                &a,
+                &path("once.md"),
+                FileWrite::markdown(format!("{t}")),
+                Precondition::IfNoneMatchAny,
+            )
+            .await
+        });
+    }
+    let mut ok = 0;
+    while let Some(r) = tasks.join_next().await {
+        match r.unwrap() {
+            Ok(f) => {
+                ok += 1;
+                assert_eq!(f.meta.version, 1);
+            }
+            Err(e) => assert_eq!(e, StoreError::Conflict { current_version: 1 }),
+        }
+    }
+    assert_eq!(ok, 1);
+}
+
+/// Readers racing a writer only ever see complete versions.
+pub async fn concurrent_readers_see_whole_versions<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = Arc::new(make(Limits::default()).await);
+    let a = owner("a");
+    let body = |i: u64| format!("{i:04}:").repeat(4096);
+    put(&*s, &a, "big.md", &body(1)).await;
+    let writer = {
+        let (s, a) = (s.clone(), a.clone());
+        tokio::spawn(async move {
+            for i in 2..=40 {
+                put(&*s, &a, "big.md", &body(i)).await;
+            }
+        })
+    };
+    let mut readers = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (s, a) = (s.clone(), a.clone());
+        readers.spawn(async move {
+            for _ in 0..50 {
+                let f = s.get(&a, &path("big.md"), None).await.unwrap();
+                assert_eq!(
+                    f.content,
+                    body(f.meta.version),
+                    "a reader saw a partial body"
+                );
+                tokio::task::yield_now().await;
+            }
+        });
+    }
+    writer.await.unwrap();
+    while let Some(r) = readers.join_next().await {
+        r.unwrap();
+    }
+}

@@ -1,0 +1,267 @@
+//! The wsp workspace store contract: versioned, owner-scoped workspace files.
+//!
+//! **Invariant:** every mutation is atomic. The precondition check, the version bump, the limit
+//! checks and history pruning happen in one transaction; a reader sees the old file or the new
+//! one, never a mix. Owner scoping is part of every call signature: there is no way to ask a
+//! store for a file without an [`Owner`], and one owner's calls never observe another's data.
+//!
+//! This crate holds the [`WorkspaceStore`] trait, the [`MemoryStore`] backend, WSR-1 secret
+//! redaction ([`Redactor`]) and, behind the `battery` feature, the test battery every backend
+//! runs ([`battery_tests!`]).
+
+#[cfg(any(test, feature = "battery"))]
+pub mod battery;
+mod memory;
+mod redact;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use chrono::{DateTime, Utc};
+use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+
+pub use memory::MemoryStore;
+pub use redact::{Redactor, Secret, SecretError};
+
+/// The future returned by every [`WorkspaceStore`] method.
+///
+/// Boxed so that the trait stays object safe: hosts pick a backend at run time and hold it as
+/// `Arc<dyn WorkspaceStore>`.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Per-store ceilings, advertised in discovery and enforced inside the write transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest `content`, in UTF-8 bytes.
+    pub max_file_bytes: u64,
+    /// Most live files per owner.
+    pub max_files: u64,
+    /// Versions retained per path (the latest always included).
+    pub max_versions: u64,
+}
+
+impl Default for Limits {
+    /// 1 MiB files, 10,000 files, 50 versions.
+    fn default() -> Self {
+        Self {
+            max_file_bytes: 1024 * 1024,
+            max_files: 10_000,
+            max_versions: 50,
+        }
+    }
+}
+
+/// The condition a write or delete requires of the live file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Precondition {
+    /// Unconditional.
+    #[default]
+    None,
+    /// `If-Match: <etag>[, <etag>...]`: the live file's etag equals one of these.
+    IfMatch(Vec<ETag>),
+    /// `If-Match: *`: some live version exists.
+    IfMatchAny,
+    /// `If-None-Match: *`: no live version exists (create only).
+    IfNoneMatchAny,
+}
+
+impl Precondition {
+    /// Whether a live file with `etag` (or none) satisfies the precondition.
+    pub fn admits(&self, live: Option<&ETag>) -> bool {
+        match (self, live) {
+            (Self::None, _) => true,
+            (Self::IfMatch(tags), Some(live)) => tags.iter().any(|t| t == live),
+            (Self::IfMatch(_), None) => false,
+            (Self::IfMatchAny, live) => live.is_some(),
+            (Self::IfNoneMatchAny, live) => live.is_none(),
+        }
+    }
+}
+
+/// The body of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWrite {
+    /// The UTF-8 content, already redacted by the caller if redaction applies.
+    pub content: String,
+    /// The media type (`text/markdown` when the client sent none).
+    pub content_type: String,
+    /// Who wrote it (the acting principal), for attribution only.
+    pub author: Option<String>,
+}
+
+impl FileWrite {
+    /// A markdown write with no recorded author.
+    pub fn markdown(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            content_type: "text/markdown".into(),
+            author: None,
+        }
+    }
+}
+
+/// Metadata of one stored version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    /// The file's path.
+    pub path: WorkspacePath,
+    /// Its media type.
+    pub content_type: String,
+    /// Version within the current life of the path, starting at 1.
+    pub version: u64,
+    /// The opaque tag of this (path, life, version).
+    pub etag: ETag,
+    /// When this version was written.
+    pub updated_at: DateTime<Utc>,
+    /// Content length in UTF-8 bytes.
+    pub size: u64,
+    /// Who wrote this version, when known.
+    pub author: Option<String>,
+}
+
+/// One stored version with its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    /// The version's metadata.
+    pub meta: FileMeta,
+    /// The content.
+    pub content: String,
+}
+
+/// The result of a delete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted {
+    /// The tombstone's version: the last live version plus one.
+    pub version: u64,
+}
+
+/// Why a store call failed. HTTP-free: the server maps it to the wire once, at the edge.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// No such live file or retained version for this owner.
+    #[error("not found")]
+    NotFound,
+    /// The precondition failed; `current_version` is the live version, 0 when absent.
+    #[error("precondition failed (current version {current_version})")]
+    Conflict {
+        /// The live version, 0 when there is no live file.
+        current_version: u64,
+    },
+    /// A limit would be exceeded.
+    #[error("{} of {max} exceeded", limit.as_str())]
+    TooLarge {
+        /// Which limit.
+        limit: LimitKind,
+        /// Its value.
+        max: u64,
+    },
+    /// The backend cannot be reached right now; the caller may retry.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// An unexpected backend failure (the text is for logs, never for clients).
+    #[error("store failure: {0}")]
+    Internal(String),
+}
+
+/// A versioned, owner-scoped workspace file store.
+///
+/// Semantics every backend follows (and [`battery_tests!`] checks):
+/// - The first write of a path is version 1; each write adds exactly 1.
+/// - A delete tombstones the live file; a later write starts a new life at version 1 whose
+///   etags never equal an etag of an earlier life, so a stale `If-Match` can never succeed.
+/// - `get` with a version serves only retained versions of the current, live life.
+/// - `max_file_bytes` and `max_files` are checked in the write transaction; history beyond
+///   `max_versions` is pruned in it.
+/// - Racing conditional writers: exactly one wins per version, versions stay gap-free.
+pub trait WorkspaceStore: Send + Sync + 'static {
+    /// The limits this store enforces.
+    fn limits(&self) -> Limits;
+
+    /// Live files whose path starts with `prefix`, sorted by path (byte order), without content.
+    fn list<'a>(
+        &'a self,
+        owner: &'a Owner,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>>;
+
+    /// The live file, or with `version` a retained version of its current life.
+    fn get<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        version: Option<u64>,
+    ) -> StoreFuture<'a, StoredFile>;
+
+    /// Creates or replaces a file if `precondition` admits the live file; returns what was stored.
+    fn put<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        write: FileWrite,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, StoredFile>;
+
+    /// Tombstones the live file if `precondition` admits it.
+    fn delete<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, Deleted>;
+
+    /// Retained versions of the live file's current life, newest first.
+    fn history<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, Vec<FileMeta>>;
+}
+
+/// A fresh value identifying a new life of a path, so that etags never repeat after a delete.
+pub fn new_life_id() -> u64 {
+    // A 64-bit random value: a collision between two lives of one path is negligible.
+    let mut buf = [0u8; 8];
+    getrandom::fill(&mut buf).expect("the operating system's random source is available");
+    u64::from_le_bytes(buf)
+}
+
+/// Checks a write's size against `limits`, the first thing every backend does.
+pub fn check_file_size(limits: &Limits, write: &FileWrite) -> Result<(), StoreError> {
+    if write.content.len() as u64 > limits.max_file_bytes {
+        return Err(StoreError::TooLarge {
+            limit: LimitKind::MaxFileBytes,
+            max: limits.max_file_bytes,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preconditions() {
+        let a = ETag::mint(1, 1);
+        let b = ETag::mint(1, 2);
+        let cases = [
+            (Precondition::None, None, true),
+            (Precondition::None, Some(&a), true),
+            (Precondition::IfMatch(vec![a.clone()]), Some(&a), true),
+            (Precondition::IfMatch(vec![a.clone()]), Some(&b), false),
+            (
+                Precondition::IfMatch(vec![b.clone(), a.clone()]),
+                Some(&a),
+                true,
+            ),
+            (Precondition::IfMatch(vec![a.clone()]), None, false),
+            (Precondition::IfMatchAny, Some(&a), true),
+            (Precondition::IfMatchAny, None, false),
+            (Precondition::IfNoneMatchAny, None, true),
+            (Precondition::IfNoneMatchAny, Some(&a), false),
+        ];
+        for (pre, live, expect) in cases {
+            assert_eq!(pre.admits(live), expect, "{pre:?} vs {live:?}");
+        }
+    }
+}

@@ -137,10 +137,8 @@ impl WorkspacePrefix {
         if bytes.len() > MAX_PATH_LEN {
             return Err(PathError::TooLong);
         }
-        if let Some(first) = bytes.first() {
-            if !first.is_ascii_alphanumeric() {
-                return Err(PathError::BadStart);
-            }
+        if bytes.first().is_some_and(|b| !b.is_ascii_alphanumeric()) {
+            return Err(PathError::BadStart);
         }
         if !bytes.iter().copied().all(allowed) {
             return Err(PathError::BadCharacter);

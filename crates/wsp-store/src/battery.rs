@@ -286,7 +286,7 @@ where
         .put(
             &a,
             &p,
-            FileWrite::markdown(&"x".repeat(65)),
+            FileWrite::markdown("x".repeat(65)),
             Precondition::None,
         )
         .await;

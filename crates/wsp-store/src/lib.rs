@@ -11,6 +11,7 @@
 
 #[cfg(any(test, feature = "battery"))]
 pub mod battery;
+pub mod keys;
 mod memory;
 mod redact;
 

@@ -1,0 +1,123 @@
+//! The client's error: a typed envelope, a transport failure, or a body that did not parse.
+
+use serde_json::{Map, Value};
+use wsp_types::ErrorCode;
+
+/// A host's error envelope `{error, message, details?}` with its HTTP status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: u16,
+    /// The wire code as sent (see [`ApiError::code`] for the typed form).
+    pub error: String,
+    /// The host's message.
+    pub message: String,
+    /// Structured details, if any.
+    pub details: Option<Map<String, Value>>,
+}
+
+impl ApiError {
+    /// The typed code, when this version of wsp knows it.
+    pub fn code(&self) -> Option<ErrorCode> {
+        ErrorCode::from_wire(&self.error)
+    }
+
+    /// `details[key]`, if present.
+    pub fn detail(&self, key: &str) -> Option<&Value> {
+        self.details.as_ref()?.get(key)
+    }
+}
+
+/// Everything a call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The host answered with a well-formed error envelope.
+    #[error("{} {}: {}", .0.status, .0.error, .0.message)]
+    Api(ApiError),
+    /// The request never got an HTTP answer (connect, timeout, reset, TLS).
+    #[error("transport failure: {0}")]
+    Transport(#[source] reqwest::Error),
+    /// The host answered, but the body is not what the wire promises.
+    #[error("unexpected response (HTTP {status}): {reason}; body starts {body:?}")]
+    UnexpectedBody {
+        /// The HTTP status.
+        status: u16,
+        /// What was wrong with it.
+        reason: String,
+        /// The start of the body.
+        body: String,
+    },
+    /// The base URL is unusable.
+    #[error("invalid base URL: {0}")]
+    InvalidBaseUrl(String),
+    /// An argument cannot be sent (e.g. a header value with a newline).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// The envelope, when the host sent one.
+    pub fn api(&self) -> Option<&ApiError> {
+        match self {
+            Self::Api(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The typed wire code, when the host sent a known one.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.api().and_then(ApiError::code)
+    }
+
+    /// Builds the error for a non-2xx answer.
+    pub(crate) fn from_response(status: u16, body: &[u8]) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Envelope {
+            error: String,
+            message: String,
+            details: Option<Map<String, Value>>,
+        }
+        match serde_json::from_slice::<Envelope>(body) {
+            Ok(e) => Self::Api(ApiError {
+                status,
+                error: e.error,
+                message: e.message,
+                details: e.details,
+            }),
+            Err(e) => Self::UnexpectedBody {
+                status,
+                reason: format!("not an error envelope: {e}"),
+                body: excerpt(body),
+            },
+        }
+    }
+}
+
+/// The first 200 characters of a body, for error messages.
+pub(crate) fn excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(200).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_and_garbage() {
+        let e = Error::from_response(
+            409,
+            br#"{"error":"workspace_conflict","message":"m","details":{"currentVersion":3}}"#,
+        );
+        assert_eq!(e.code(), Some(ErrorCode::WorkspaceConflict));
+        assert_eq!(
+            e.api().unwrap().detail("currentVersion"),
+            Some(&Value::from(3))
+        );
+        let e = Error::from_response(502, b"<html>Bad Gateway</html>");
+        assert!(matches!(e, Error::UnexpectedBody { status: 502, .. }));
+        assert!(e.to_string().contains("Bad Gateway"));
+        let e = Error::from_response(418, br#"{"error":"teapot","message":"short and stout"}"#);
+        assert_eq!(e.code(), None);
+        assert_eq!(e.api().unwrap().error, "teapot");
+    }
+}

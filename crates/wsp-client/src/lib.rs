@@ -1,0 +1,246 @@
+//! Typed async client for the wsp / OpenWOP `host.workspace` wire.
+//!
+//! **Invariant:** speaks only the wire. It depends on `wsp-types` and never on the server or
+//! store crates, so it works against any conforming host.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), wsp_client::Error> {
+//! use wsp_client::{Client, PutOptions};
+//! use wsp_types::WorkspacePath;
+//!
+//! let client = Client::new("http://127.0.0.1:8787")?.with_key("wsp_...");
+//! let path = WorkspacePath::parse("notes/plan.md").expect("valid path");
+//! let created = client.put(&path, "# Plan", PutOptions::default()).await?;
+//! let again = client.get(&path, None).await?;
+//! assert_eq!(created.etag, again.etag);
+//! # Ok(()) }
+//! ```
+
+mod error;
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde::de::DeserializeOwned;
+use wsp_types::wire::{
+    Discovery, WorkspaceFile, WorkspaceFileCreate, WorkspaceFileHistory, WorkspaceFileList,
+};
+use wsp_types::{ETag, WorkspacePath};
+
+pub use error::{ApiError, Error};
+
+/// Options of a write.
+#[derive(Debug, Clone, Default)]
+pub struct PutOptions {
+    /// Media type (the host defaults to `text/markdown`).
+    pub content_type: Option<String>,
+    /// Write only if the live etag is this one (`If-Match`).
+    pub if_match: Option<ETag>,
+    /// Write only if the path has no live file (`If-None-Match: *`).
+    pub create_only: bool,
+    /// Makes retries safe (`Idempotency-Key`).
+    pub idempotency_key: Option<String>,
+}
+
+/// A client for one host, with or without a credential.
+#[derive(Debug, Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    key: Option<String>,
+}
+
+/// Percent-encodes a path as one URL segment (`/` becomes `%2F`), as OpenWOP clients do.
+///
+/// ```
+/// assert_eq!(wsp_client::encode_segment("notes/a b.md"), "notes%2Fa%20b.md");
+/// ```
+pub fn encode_segment(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() * 3);
+    for b in raw.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Client {
+    /// A client for the host at `base_url` (e.g. `http://127.0.0.1:8787`), 30 s timeout.
+    pub fn new(base_url: &str) -> Result<Self, Error> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(Error::Transport)?;
+        Self::with_http_client(base_url, http)
+    }
+
+    /// A client that sends its requests through `http` (for custom timeouts, proxies, TLS).
+    pub fn with_http_client(base_url: &str, http: reqwest::Client) -> Result<Self, Error> {
+        let base = base_url.trim_end_matches('/').to_owned();
+        let parsed =
+            reqwest::Url::parse(&base).map_err(|e| Error::InvalidBaseUrl(e.to_string()))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.query().is_some() {
+            return Err(Error::InvalidBaseUrl(format!(
+                "{base_url:?} is not an http(s) base URL"
+            )));
+        }
+        Ok(Self {
+            http,
+            base,
+            key: None,
+        })
+    }
+
+    /// The same client, sending `Authorization: Bearer <key>`.
+    pub fn with_key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// The base URL, without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn request(&self, method: Method, path_and_query: &str) -> RequestBuilder {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path_and_query}", self.base));
+        if let Some(key) = &self.key {
+            req = req.bearer_auth(key);
+        }
+        req.header(reqwest::header::ACCEPT, "application/json")
+    }
+
+    /// `GET /.well-known/openwop`.
+    pub async fn discovery(&self) -> Result<Discovery, Error> {
+        let req = self.http.get(format!("{}/.well-known/openwop", self.base));
+        decode(req.send().await.map_err(Error::Transport)?).await
+    }
+
+    /// `GET /v1/host/workspace/files[?prefix=P]`: live files without content, sorted by path.
+    pub async fn list(&self, prefix: Option<&str>) -> Result<WorkspaceFileList, Error> {
+        let mut url = "/v1/host/workspace/files".to_owned();
+        if let Some(p) = prefix {
+            url.push_str("?prefix=");
+            url.push_str(&encode_segment(p));
+        }
+        decode(
+            self.request(Method::GET, &url)
+                .send()
+                .await
+                .map_err(Error::Transport)?,
+        )
+        .await
+    }
+
+    /// `GET /v1/host/workspace/files/{path}[?version=N]`.
+    pub async fn get(
+        &self,
+        path: &WorkspacePath,
+        version: Option<u64>,
+    ) -> Result<WorkspaceFile, Error> {
+        let mut url = format!("/v1/host/workspace/files/{}", encode_segment(path.as_str()));
+        if let Some(v) = version {
+            url.push_str(&format!("?version={v}"));
+        }
+        decode(
+            self.request(Method::GET, &url)
+                .send()
+                .await
+                .map_err(Error::Transport)?,
+        )
+        .await
+    }
+
+    /// `PUT /v1/host/workspace/files/{path}`: create or replace.
+    pub async fn put(
+        &self,
+        path: &WorkspacePath,
+        content: impl Into<String>,
+        options: PutOptions,
+    ) -> Result<WorkspaceFile, Error> {
+        let url = format!("/v1/host/workspace/files/{}", encode_segment(path.as_str()));
+        let body = WorkspaceFileCreate {
+            content: content.into(),
+            content_type: options
+                .content_type
+                .unwrap_or_else(|| "text/markdown".to_owned()),
+        };
+        let mut headers = HeaderMap::new();
+        if let Some(tag) = &options.if_match {
+            headers.insert(reqwest::header::IF_MATCH, header_value(tag.as_str())?);
+        }
+        if options.create_only {
+            headers.insert(
+                reqwest::header::IF_NONE_MATCH,
+                HeaderValue::from_static("*"),
+            );
+        }
+        if let Some(key) = &options.idempotency_key {
+            headers.insert("idempotency-key", header_value(key)?);
+        }
+        let req = self.request(Method::PUT, &url).headers(headers).json(&body);
+        decode(req.send().await.map_err(Error::Transport)?).await
+    }
+
+    /// `DELETE /v1/host/workspace/files/{path}` (optionally `If-Match`).
+    pub async fn delete(&self, path: &WorkspacePath, if_match: Option<&ETag>) -> Result<(), Error> {
+        let url = format!("/v1/host/workspace/files/{}", encode_segment(path.as_str()));
+        let mut req = self.request(Method::DELETE, &url);
+        if let Some(tag) = if_match {
+            req = req.header(reqwest::header::IF_MATCH, header_value(tag.as_str())?);
+        }
+        let resp = req.send().await.map_err(Error::Transport)?;
+        if resp.status() == StatusCode::NO_CONTENT {
+            return Ok(());
+        }
+        Err(error_from(resp).await)
+    }
+
+    /// `GET /v1/host/workspace/history/{path}` (wsp extension): retained versions, newest first.
+    pub async fn history(&self, path: &WorkspacePath) -> Result<WorkspaceFileHistory, Error> {
+        let url = format!(
+            "/v1/host/workspace/history/{}",
+            encode_segment(path.as_str())
+        );
+        decode(
+            self.request(Method::GET, &url)
+                .send()
+                .await
+                .map_err(Error::Transport)?,
+        )
+        .await
+    }
+}
+
+fn header_value(s: &str) -> Result<HeaderValue, Error> {
+    HeaderValue::from_str(s)
+        .map_err(|_| Error::InvalidArgument(format!("{s:?} cannot be sent in a header")))
+}
+
+/// Decodes a 2xx JSON body, or turns anything else into an [`Error`].
+async fn decode<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, Error> {
+    if !resp.status().is_success() {
+        return Err(error_from(resp).await);
+    }
+    let status = resp.status().as_u16();
+    let body = resp.bytes().await.map_err(Error::Transport)?;
+    serde_json::from_slice(&body).map_err(|e| Error::UnexpectedBody {
+        status,
+        reason: e.to_string(),
+        body: error::excerpt(&body),
+    })
+}
+
+async fn error_from(resp: reqwest::Response) -> Error {
+    let status = resp.status().as_u16();
+    match resp.bytes().await {
+        Ok(body) => Error::from_response(status, &body),
+        Err(e) => Error::Transport(e),
+    }
+}

@@ -1,0 +1,27 @@
+//! `GET /.well-known/openwop`: what this host offers (WIRE.md §1).
+
+use axum::extract::State;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use wsp_store::Limits;
+
+use crate::{AppState, JSON, ServerConfig, encode};
+
+/// The discovery document, rendered once at start.
+pub(crate) fn document(config: &ServerConfig, limits: &Limits, max_body_bytes: usize) -> Bytes {
+    Bytes::from(encode::discovery(config, limits, max_body_bytes))
+}
+
+/// `GET /.well-known/openwop` (no auth; a bearer header, if sent, is ignored).
+pub async fn discovery(State(state): State<AppState>) -> Response {
+    let mut resp = (StatusCode::OK, state.inner.discovery.clone()).into_response();
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, JSON);
+    h.insert(
+        CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=60"),
+    );
+    resp
+}

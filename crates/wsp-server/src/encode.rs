@@ -1,0 +1,97 @@
+//! Store results to wire JSON, through the types generated from `schemas/`.
+
+use std::num::NonZeroU64;
+
+use wsp_store::{FileMeta, Limits, StoredFile};
+use wsp_types::WorkspacePath;
+use wsp_types::wire::{
+    Discovery, DiscoveryLimits, Implementation, WorkspaceCapability, WorkspaceFile,
+    WorkspaceFileHistory, WorkspaceFileList, WorkspaceFileMeta,
+};
+
+use crate::ServerConfig;
+
+fn version(v: u64) -> NonZeroU64 {
+    // Stores number versions from 1; a 0 would be a store bug, surfaced as version 1 never.
+    NonZeroU64::new(v).expect("store versions start at 1")
+}
+
+fn meta(m: FileMeta) -> WorkspaceFileMeta {
+    WorkspaceFileMeta {
+        content_type: m.content_type,
+        etag: Some(m.etag.into_string()),
+        path: m.path,
+        updated_at: m.updated_at,
+        version: version(m.version),
+    }
+}
+
+fn to_vec(value: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).expect("wire types always serialize")
+}
+
+/// A `WorkspaceFile`.
+pub fn file(f: StoredFile) -> Vec<u8> {
+    let m = f.meta;
+    to_vec(&WorkspaceFile {
+        content: f.content,
+        content_type: m.content_type,
+        etag: Some(m.etag.into_string()),
+        path: m.path,
+        updated_at: m.updated_at,
+        version: version(m.version),
+    })
+}
+
+/// A `WorkspaceFileList`.
+pub fn file_list(files: Vec<FileMeta>) -> Vec<u8> {
+    to_vec(&WorkspaceFileList {
+        files: files.into_iter().map(meta).collect(),
+    })
+}
+
+/// A `WorkspaceFileHistory`.
+pub fn history(path: &WorkspacePath, versions: Vec<FileMeta>) -> Vec<u8> {
+    to_vec(&WorkspaceFileHistory {
+        path: path.clone(),
+        versions: versions.into_iter().map(meta).collect(),
+    })
+}
+
+/// The `Discovery` document.
+pub fn discovery(config: &ServerConfig, limits: &Limits, max_body_bytes: usize) -> Vec<u8> {
+    let workspace = if config.workspace_enabled {
+        WorkspaceCapability {
+            supported: true,
+            versioned: Some(true),
+            max_file_bytes: NonZeroU64::new(limits.max_file_bytes),
+            max_files: NonZeroU64::new(limits.max_files),
+            max_versions: NonZeroU64::new(limits.max_versions),
+        }
+    } else {
+        WorkspaceCapability {
+            supported: false,
+            versioned: None,
+            max_file_bytes: None,
+            max_files: None,
+            max_versions: None,
+        }
+    };
+    to_vec(&Discovery {
+        agents: None,
+        implementation: Some(Implementation {
+            name: "wsp".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }),
+        limits: DiscoveryLimits {
+            clarification_rounds: 0,
+            envelopes_per_turn: 0,
+            max_request_body_bytes: NonZeroU64::new(max_body_bytes as u64),
+            schema_rounds: 0,
+        },
+        protocol_version: "1.0".into(),
+        schema_versions: Default::default(),
+        supported_envelopes: vec![],
+        workspace: Some(workspace),
+    })
+}

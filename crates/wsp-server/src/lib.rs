@@ -1,0 +1,190 @@
+//! The wsp HTTP server skeleton: the OpenWOP `host.workspace` wire on axum.
+//!
+//! **Invariant:** only this crate knows axum. Handlers are thin: decode the request (every
+//! failure becomes a wire error envelope), authenticate, call the store, encode. The owner of
+//! every store call comes from the credential alone.
+//!
+//! Host authors mount [`router`] inside their own app and plug their own [`Authenticator`],
+//! [`SecretSource`] and [`WorkspaceStore`](wsp_store::WorkspaceStore):
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use std::sync::Arc;
+//! use wsp_server::{AppState, KeyAuthenticator, ServerConfig};
+//! use wsp_store::{MemoryStore, keys::MemoryKeyRegistry};
+//!
+//! let state = AppState::new(
+//!     Arc::new(MemoryStore::default()),
+//!     Arc::new(KeyAuthenticator::new(Arc::new(MemoryKeyRegistry::default()))),
+//!     ServerConfig::default(),
+//! );
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! wsp_server::serve(listener, state, std::future::pending()).await
+//! # }
+//! ```
+
+mod auth;
+mod discovery;
+mod encode;
+mod error;
+mod files;
+mod idempotency;
+mod request;
+mod seams;
+mod secrets;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderName, HeaderValue, Request};
+use axum::routing::{get, post};
+use tower_http::catch_panic::CatchPanicLayer;
+use wsp_store::WorkspaceStore;
+
+pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
+pub use error::ApiError;
+pub use idempotency::IdempotencyCache;
+pub use secrets::{SecretSource, TenantSecrets};
+
+/// Settings of one server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Whether the `host.workspace` capability is offered (off: its endpoints answer 501).
+    pub workspace_enabled: bool,
+    /// Whether the conformance test seam (`POST /v1/host/sample/workspace/op`) exists.
+    pub test_seams: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            workspace_enabled: true,
+            test_seams: false,
+        }
+    }
+}
+
+/// Everything a handler needs, shared by all requests.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn WorkspaceStore>,
+    auth: Arc<dyn Authenticator>,
+    secrets: Arc<dyn SecretSource>,
+    idempotency: Arc<IdempotencyCache>,
+    config: ServerConfig,
+    discovery: bytes::Bytes,
+    max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over a store and an authenticator, with no secrets to redact.
+    pub fn new(
+        store: Arc<dyn WorkspaceStore>,
+        auth: Arc<dyn Authenticator>,
+        config: ServerConfig,
+    ) -> Self {
+        Self::with_secrets(store, auth, Arc::new(TenantSecrets::default()), config)
+    }
+
+    /// State with a [`SecretSource`] for WSR-1 redaction.
+    pub fn with_secrets(
+        store: Arc<dyn WorkspaceStore>,
+        auth: Arc<dyn Authenticator>,
+        secrets: Arc<dyn SecretSource>,
+        config: ServerConfig,
+    ) -> Self {
+        let limits = store.limits();
+        // JSON escaping can grow content up to six times (`\u00XX`); leave room for the rest.
+        let max_body_bytes = usize::try_from(
+            limits
+                .max_file_bytes
+                .saturating_mul(6)
+                .saturating_add(64 * 1024),
+        )
+        .unwrap_or(usize::MAX);
+        let discovery = discovery::document(&config, &limits, max_body_bytes);
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                auth,
+                secrets,
+                idempotency: Arc::new(IdempotencyCache::default()),
+                config,
+                discovery,
+                max_body_bytes,
+            }),
+        }
+    }
+
+    /// The HTTP body limit in bytes (advertised as `limits.maxRequestBodyBytes`).
+    pub fn max_body_bytes(&self) -> usize {
+        self.inner.max_body_bytes
+    }
+}
+
+/// The wsp routes, ready to serve or to nest in a host's own router.
+pub fn router(state: AppState) -> Router {
+    let mut app = Router::new()
+        .route("/.well-known/openwop", get(discovery::discovery))
+        .route(files::LIST, get(files::list))
+        .route(
+            &format!("{}/", files::LIST),
+            get(files::empty_path)
+                .put(files::empty_path)
+                .delete(files::empty_path),
+        )
+        .route(
+            &format!("{}{{*path}}", files::FILE_PREFIX),
+            get(files::read).put(files::write).delete(files::delete),
+        )
+        .route(
+            &format!("{}{{*path}}", files::HISTORY_PREFIX),
+            get(files::history),
+        );
+    if state.inner.config.test_seams {
+        app = app.route(seams::SAMPLE_OP, post(seams::sample_op));
+    }
+    app.fallback(files::no_route)
+        .method_not_allowed_fallback(files::method_not_allowed)
+        .with_state(state)
+        .layer(CatchPanicLayer::custom(files::panic_response))
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(make_span))
+}
+
+fn make_span<B>(req: &Request<B>) -> tracing::Span {
+    // The request id ties log lines together; the Authorization header is never recorded.
+    let id = req
+        .headers()
+        .get(HeaderName::from_static("x-request-id"))
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= 64)
+        .map_or_else(error::correlation_id, str::to_owned);
+    tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path())
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` resolves, then drains in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// `application/json` as a header value.
+pub(crate) const JSON: HeaderValue = HeaderValue::from_static("application/json");

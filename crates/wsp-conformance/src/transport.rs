@@ -243,11 +243,22 @@ pub(crate) fn query_value(value: &str) -> String {
 }
 
 fn describe(error: &reqwest::Error, timeout: Duration) -> String {
+    use std::error::Error as _;
     if error.is_timeout() {
-        format!("no response within {} ms", timeout.as_millis())
-    } else {
-        error_chain(error)
+        return format!("no response within {} ms", timeout.as_millis());
     }
+    // reqwest's own message only repeats the URL; what happened is in its sources.
+    let Some(source) = error.source() else {
+        return error.to_string();
+    };
+    if error.is_connect() {
+        let mut innermost: &dyn std::error::Error = source;
+        while let Some(next) = innermost.source() {
+            innermost = next;
+        }
+        return format!("cannot connect: {innermost}");
+    }
+    error_chain(source)
 }
 
 /// The error and its sources, joined: reqwest's own message alone rarely says what happened.

@@ -51,12 +51,10 @@ pub(crate) async fn readers_see_whole_bodies(ctx: &Ctx) -> ScenarioResult {
     let writer = async {
         let result = async {
             for (i, b) in bodies.iter().enumerate().skip(1) {
-                let file = a.put(&path, b).send().await?.expect_file(&path)?;
+                let reply = a.put(&path, b).send().await?;
+                let file = reply.expect_file(&path)?;
                 if file.version != i as u64 + 1 {
-                    return Err(Outcome::fail(format!(
-                        "write {i} gave version {}",
-                        file.version
-                    )));
+                    return Err(reply.fail(format!("write {i} gave version {}", file.version)));
                 }
             }
             Ok(())
@@ -122,8 +120,14 @@ fn one_winner<'r>(
             winners.len(),
             replies.len()
         ));
-        for w in winners.iter().take(2) {
-            failure = failure.with(w.exchange());
+        // Show the winners, or when none won, what the writers got instead.
+        let shown: Vec<&Reply> = if winners.is_empty() {
+            replies.iter().collect()
+        } else {
+            winners
+        };
+        for reply in shown.into_iter().take(3) {
+            failure = failure.with(reply.exchange());
         }
         return Err(failure);
     }
@@ -214,9 +218,13 @@ pub(crate) async fn racing_unconditional(ctx: &Ctx) -> ScenarioResult {
     let versions: Vec<u64> = by_version.iter().map(|(v, _)| *v).collect();
     let expected: Vec<u64> = (base.version + 1..=base.version + RACERS as u64).collect();
     if versions != expected {
-        return Err(Outcome::fail(format!(
+        let mut failure = Outcome::fail(format!(
             "{RACERS} acknowledged writes got versions {versions:?}, expected {expected:?}"
-        )));
+        ));
+        for reply in &replies {
+            failure = failure.with(reply.exchange());
+        }
+        return Err(failure);
     }
     let reply = a.get(&path).send().await?;
     let now = reply.expect_file(&path)?;

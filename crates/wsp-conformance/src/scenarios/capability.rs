@@ -80,8 +80,10 @@ pub(crate) async fn versioned_has_max_versions(ctx: &Ctx) -> ScenarioResult {
     let ws = block(ctx)?;
     match ws.get("maxVersions") {
         Some(v) => {
-            let n = positive_integer(v)
-                .map_err(|why| Outcome::fail(format!("workspace.maxVersions: {why}")))?;
+            let n = positive_integer(v).map_err(|why| match ctx.discovery_reply() {
+                Ok(reply) => reply.fail(format!("workspace.maxVersions: {why}")),
+                Err(o) => o,
+            })?;
             Ok(Outcome::pass(format!("versioned with maxVersions = {n}")))
         }
         None => Err(ctx.discovery_reply()?.fail(

@@ -15,13 +15,10 @@ pub(crate) async fn historical_content(ctx: &Ctx) -> ScenarioResult {
     let contents = ["one", "two", "three"];
     let mut etags = Vec::new();
     for (i, content) in contents.iter().enumerate() {
-        let file = a.put(&path, content).send().await?.expect_file(&path)?;
+        let reply = a.put(&path, content).send().await?;
+        let file = reply.expect_file(&path)?;
         if file.version != i as u64 + 1 {
-            return Err(Outcome::fail(format!(
-                "write {} gave version {}",
-                i + 1,
-                file.version
-            )));
+            return Err(reply.fail(format!("write {} gave version {}", i + 1, file.version)));
         }
         etags.push(file.etag);
     }
@@ -103,16 +100,10 @@ pub(crate) async fn retains_max_versions(ctx: &Ctx) -> ScenarioResult {
     }
     let path = ctx.path("retained.md");
     for n in 1..=writes {
-        let file = a
-            .put(&path, &format!("version {n}"))
-            .send()
-            .await?
-            .expect_file(&path)?;
+        let reply = a.put(&path, &format!("version {n}")).send().await?;
+        let file = reply.expect_file(&path)?;
         if file.version != n {
-            return Err(Outcome::fail(format!(
-                "write {n} gave version {}",
-                file.version
-            )));
+            return Err(reply.fail(format!("write {n} gave version {}", file.version)));
         }
     }
     // `keep` versions counting the latest: writes-keep+1 ..= writes.

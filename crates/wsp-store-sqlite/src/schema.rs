@@ -1,0 +1,320 @@
+//! Opening a database file: identification, connection settings and versioned migrations.
+//!
+//! The schema version is SQLite's `user_version`; [`MIGRATIONS`]`[n]` takes a database from
+//! version `n` to `n + 1`. Future migrations are appended, never edited.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+
+use crate::OpenError;
+
+/// The `application_id` stamped into every wsp database header (`"wspw"`, big-endian).
+pub const APPLICATION_ID: i32 = i32::from_be_bytes(*b"wspw");
+
+/// The schema version this build creates and understands: the length of [`MIGRATIONS`].
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The WAL file is truncated back to this size after a checkpoint that emptied it.
+const JOURNAL_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
+
+/// Every migration, in order; each runs inside one `BEGIN IMMEDIATE` transaction.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: owners, current file state and retained versions.
+    //
+    // `owners.seq` is the owner's change sequence: every write and every delete takes the next
+    // number, recorded in `versions.seq` (writes) and `files.seq` (the latest write or delete,
+    // so a tombstone carries the sequence number of its delete). `owners.live_files` is the
+    // live-file count that `maxFiles` is checked against. `life` is a random 64-bit id per life
+    // of a path (bit-cast to INTEGER); the etag is minted from (life, version). Paths compare
+    // byte-wise (BINARY), which is the wire's sort order. `content` is the last column of
+    // `versions` so that reading metadata never touches its overflow pages.
+    r"
+    CREATE TABLE owners (
+        tenant     TEXT    NOT NULL,
+        workspace  TEXT    NOT NULL,
+        seq        INTEGER NOT NULL CHECK (seq >= 0),
+        live_files INTEGER NOT NULL CHECK (live_files >= 0),
+        PRIMARY KEY (tenant, workspace)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE files (
+        tenant    TEXT    NOT NULL,
+        workspace TEXT    NOT NULL,
+        path      TEXT    NOT NULL COLLATE BINARY,
+        life      INTEGER NOT NULL,
+        version   INTEGER NOT NULL CHECK (version >= 1),
+        live      INTEGER NOT NULL CHECK (live IN (0, 1)),
+        seq       INTEGER NOT NULL,
+        PRIMARY KEY (tenant, workspace, path),
+        FOREIGN KEY (tenant, workspace) REFERENCES owners (tenant, workspace)
+    ) STRICT, WITHOUT ROWID;
+
+    CREATE TABLE versions (
+        tenant       TEXT    NOT NULL,
+        workspace    TEXT    NOT NULL,
+        path         TEXT    NOT NULL COLLATE BINARY,
+        life         INTEGER NOT NULL,
+        version      INTEGER NOT NULL CHECK (version >= 1),
+        seq          INTEGER NOT NULL,
+        content_type TEXT    NOT NULL,
+        author       TEXT,
+        updated_at   INTEGER NOT NULL,
+        size         INTEGER NOT NULL CHECK (size >= 0),
+        content      TEXT    NOT NULL,
+        PRIMARY KEY (tenant, workspace, path, life, version),
+        FOREIGN KEY (tenant, workspace, path) REFERENCES files (tenant, workspace, path)
+    ) STRICT;
+    ",
+];
+
+/// Opens (creating if needed) the read-write connection, checks that the file is a wsp database
+/// this build understands, applies pending migrations and returns the configured connection.
+pub(crate) fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connection, OpenError> {
+    check_directory(path)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| cannot_open(path, &e))?;
+    if conn
+        .is_readonly("main")
+        .map_err(|e| cannot_open(path, &e))?
+    {
+        return Err(OpenError::CannotOpen {
+            path: path.to_owned(),
+            reason: "the file or its directory is not writable".into(),
+        });
+    }
+    conn.busy_timeout(busy_timeout)
+        .map_err(|e| setup(path, &e))?;
+    // Identify before changing anything, so a foreign database is left exactly as it was.
+    identify(path, &conn)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(|e| setup(path, &e))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(OpenError::Setup {
+            path: path.to_owned(),
+            reason: format!("the file system refused WAL mode (journal_mode is {mode})"),
+        });
+    }
+    // FULL: a commit is acknowledged only after the WAL is synced, which survives power loss.
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(|e| setup(path, &e))?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(|e| setup(path, &e))?;
+    conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)
+        .map_err(|e| setup(path, &e))?;
+    let mut conn = conn;
+    migrate(path, &mut conn)?;
+    Ok(conn)
+}
+
+/// Opens one read-only connection to a database that [`open_writer`] has prepared.
+pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection, OpenError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| cannot_open(path, &e))?;
+    conn.busy_timeout(busy_timeout)
+        .map_err(|e| setup(path, &e))?;
+    Ok(conn)
+}
+
+/// Refuses a path whose directory is missing or is not a directory, with a message that says so
+/// (SQLite itself only says "unable to open database file").
+fn check_directory(path: &Path) -> Result<(), OpenError> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(OpenError::CannotOpen {
+                path: path.to_owned(),
+                reason: format!("{} is not a directory", dir.display()),
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(OpenError::MissingDirectory {
+                path: path.to_owned(),
+                directory: dir.to_owned(),
+            });
+        }
+        Err(e) => {
+            return Err(OpenError::CannotOpen {
+                path: path.to_owned(),
+                reason: format!("cannot inspect {}: {e}", dir.display()),
+            });
+        }
+    }
+    if path.is_dir() {
+        return Err(OpenError::CannotOpen {
+            path: path.to_owned(),
+            reason: "it is a directory".into(),
+        });
+    }
+    Ok(())
+}
+
+/// What the header of an open database says about its owner.
+fn header(conn: &Connection) -> rusqlite::Result<(i32, i64)> {
+    let application_id = conn.pragma_query_value(None, "application_id", |row| row.get(0))?;
+    let user_version = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    Ok((application_id, user_version))
+}
+
+/// Accepts a wsp database of this or an older schema, or a database with nothing in it.
+fn identify(path: &Path, conn: &Connection) -> Result<(), OpenError> {
+    let (application_id, user_version) = header(conn).map_err(|e| unreadable(path, &e))?;
+    if application_id == APPLICATION_ID {
+        return check_version(path, user_version);
+    }
+    if application_id != 0 {
+        return Err(OpenError::NotAWspDatabase {
+            path: path.to_owned(),
+            reason: format!("its application_id is {application_id:#010x}, not wsp's"),
+        });
+    }
+    let objects: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
+        .map_err(|e| unreadable(path, &e))?;
+    if objects != 0 || user_version != 0 {
+        return Err(OpenError::NotAWspDatabase {
+            path: path.to_owned(),
+            reason: "it is an SQLite database of another application".into(),
+        });
+    }
+    Ok(())
+}
+
+fn check_version(path: &Path, user_version: i64) -> Result<(), OpenError> {
+    if user_version > SCHEMA_VERSION {
+        return Err(OpenError::TooNew {
+            path: path.to_owned(),
+            found: user_version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if user_version < 0 {
+        return Err(OpenError::NotAWspDatabase {
+            path: path.to_owned(),
+            reason: format!("its schema version {user_version} is not one wsp ever wrote"),
+        });
+    }
+    Ok(())
+}
+
+/// Applies every pending migration in one immediate transaction, re-reading the header inside
+/// it so that two processes opening a new file at once migrate it exactly once.
+fn migrate(path: &Path, conn: &mut Connection) -> Result<(), OpenError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| setup(path, &e))?;
+    identify(path, &tx)?;
+    let (_, from) = header(&tx).map_err(|e| setup(path, &e))?;
+    if from == SCHEMA_VERSION {
+        return Ok(());
+    }
+    // `from` was checked to lie in 0..SCHEMA_VERSION.
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(from as usize) {
+        tx.execute_batch(sql).map_err(|e| OpenError::Setup {
+            path: path.to_owned(),
+            reason: format!("migration to schema version {} failed: {e}", index + 1),
+        })?;
+    }
+    tx.pragma_update(None, "application_id", APPLICATION_ID)
+        .map_err(|e| setup(path, &e))?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(|e| setup(path, &e))?;
+    tx.commit().map_err(|e| setup(path, &e))
+}
+
+fn cannot_open(path: &Path, e: &rusqlite::Error) -> OpenError {
+    OpenError::CannotOpen {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+fn setup(path: &Path, e: &rusqlite::Error) -> OpenError {
+    OpenError::Setup {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+/// The first read of a file: "file is not a database" means it is not SQLite at all.
+fn unreadable(path: &Path, e: &rusqlite::Error) -> OpenError {
+    if e.sqlite_error_code() == Some(ErrorCode::NotADatabase) {
+        OpenError::NotAWspDatabase {
+            path: path.to_owned(),
+            reason: "it is not an SQLite database".into(),
+        }
+    } else {
+        setup(path, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pragma<T: rusqlite::types::FromSql>(conn: &Connection, name: &str) -> T {
+        conn.pragma_query_value(None, name, |row| row.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_writer_is_durable_and_checks_foreign_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open_writer(&dir.path().join("wsp.sqlite3"), Duration::from_secs(3)).unwrap();
+        assert_eq!(pragma::<String>(&conn, "journal_mode"), "wal");
+        assert_eq!(pragma::<i64>(&conn, "synchronous"), 2, "FULL");
+        assert_eq!(pragma::<i64>(&conn, "foreign_keys"), 1);
+        assert_eq!(pragma::<i64>(&conn, "busy_timeout"), 3000);
+        assert_eq!(pragma::<i32>(&conn, "application_id"), APPLICATION_ID);
+        assert_eq!(pragma::<i64>(&conn, "user_version"), SCHEMA_VERSION);
+        let orphan = conn.execute(
+            "INSERT INTO files (tenant, workspace, path, life, version, live, seq)
+             VALUES ('t', 'w', 'p', 1, 1, 1, 1)",
+            [],
+        );
+        assert!(orphan.is_err(), "a file needs its owner row");
+    }
+
+    #[test]
+    fn migrations_run_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wsp.sqlite3");
+        let conn = open_writer(&path, Duration::from_secs(1)).unwrap();
+        conn.execute(
+            "INSERT INTO owners (tenant, workspace, seq, live_files) VALUES ('t', 'w', 7, 0)",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let conn = open_writer(&path, Duration::from_secs(1)).unwrap();
+        let seq: i64 = conn
+            .query_row("SELECT seq FROM owners", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(seq, 7);
+        assert_eq!(SCHEMA_VERSION, MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn a_reader_cannot_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wsp.sqlite3");
+        let _writer = open_writer(&path, Duration::from_secs(1)).unwrap();
+        let reader = open_reader(&path, Duration::from_secs(1)).unwrap();
+        let write = reader.execute(
+            "INSERT INTO owners (tenant, workspace, seq, live_files) VALUES ('t', 'w', 0, 0)",
+            [],
+        );
+        assert_eq!(
+            write.unwrap_err().sqlite_error_code(),
+            Some(ErrorCode::ReadOnly)
+        );
+    }
+}

@@ -1,0 +1,78 @@
+//! The `wsp-store` backend battery over a fresh database file per test.
+
+use std::path::Path;
+
+use tempfile::TempDir;
+use wsp_store::{
+    Deleted, FileMeta, FileWrite, Limits, Precondition, StoreFuture, StoredFile, WorkspaceStore,
+};
+use wsp_store_sqlite::SqliteStore;
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+
+/// A store together with the temporary directory holding its file, removed when dropped.
+struct TempStore {
+    store: SqliteStore,
+    _dir: TempDir,
+}
+
+impl TempStore {
+    fn new(limits: Limits) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = SqliteStore::open(&dir.path().join("wsp.sqlite3"), limits)
+            .expect("a fresh database opens");
+        assert!(Path::new(store.path()).exists());
+        Self { store, _dir: dir }
+    }
+}
+
+impl WorkspaceStore for TempStore {
+    fn limits(&self) -> Limits {
+        self.store.limits()
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: &'a Owner,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        self.store.list(owner, prefix)
+    }
+
+    fn get<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        version: Option<u64>,
+    ) -> StoreFuture<'a, StoredFile> {
+        self.store.get(owner, path, version)
+    }
+
+    fn put<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        write: FileWrite,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, StoredFile> {
+        self.store.put(owner, path, write, precondition)
+    }
+
+    fn delete<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, Deleted> {
+        self.store.delete(owner, path, precondition)
+    }
+
+    fn history<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        self.store.history(owner, path)
+    }
+}
+
+wsp_store::battery_tests!(|limits| async move { TempStore::new(limits) });

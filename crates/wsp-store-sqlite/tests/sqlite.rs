@@ -1,0 +1,560 @@
+//! What the battery cannot see: persistence across reopen, opening refusals, lock behaviour
+//! across connections and SQLite-specific edge cases.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tempfile::TempDir;
+use wsp_store::{FileWrite, Limits, Precondition, StoreError, StoredFile, WorkspaceStore};
+use wsp_store_sqlite::{APPLICATION_ID, OpenError, SCHEMA_VERSION, SqliteOptions, SqliteStore};
+use wsp_types::{LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+
+fn owner(tenant: &str) -> Owner {
+    Owner::parse(tenant, "w").unwrap()
+}
+
+fn path(p: &str) -> WorkspacePath {
+    WorkspacePath::parse(p).unwrap()
+}
+
+fn db(dir: &TempDir) -> PathBuf {
+    dir.path().join("wsp.sqlite3")
+}
+
+async fn put(s: &SqliteStore, o: &Owner, p: &str, content: &str) -> StoredFile {
+    s.put(
+        o,
+        &path(p),
+        FileWrite::markdown(content),
+        Precondition::None,
+    )
+    .await
+    .expect("put succeeds")
+}
+
+fn small() -> Limits {
+    Limits {
+        max_file_bytes: 1024 * 1024,
+        max_files: 3,
+        max_versions: 3,
+    }
+}
+
+/// Everything a client can observe of one owner: the list, and per live file its history and
+/// every retained version with content.
+async fn observe(s: &SqliteStore, o: &Owner) -> Vec<(Vec<StoredFile>, Vec<wsp_store::FileMeta>)> {
+    let mut seen = Vec::new();
+    for meta in s.list(o, &WorkspacePrefix::all()).await.unwrap() {
+        let history = s.history(o, &meta.path).await.unwrap();
+        let mut versions = Vec::new();
+        for h in &history {
+            versions.push(s.get(o, &meta.path, Some(h.version)).await.unwrap());
+        }
+        assert_eq!(
+            s.get(o, &meta.path, None).await.unwrap().meta,
+            meta,
+            "the list shows the live version"
+        );
+        seen.push((versions, history));
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reopen_keeps_versions_etags_tombstones_and_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (owner("a"), owner("b"));
+    let (before_a, before_b, gone_etag, again_v1) = {
+        let s = SqliteStore::open(&db(&dir), small()).unwrap();
+        for i in 1..=4 {
+            let w = FileWrite {
+                content: format!("keep v{i}"),
+                content_type: "text/plain".into(),
+                author: (i % 2 == 0).then(|| format!("author {i}")),
+            };
+            s.put(&a, &path("keep.md"), w, Precondition::None)
+                .await
+                .unwrap();
+        }
+        put(&s, &a, "gone.md", "1").await;
+        let gone = put(&s, &a, "gone.md", "2").await;
+        s.delete(&a, &path("gone.md"), Precondition::None)
+            .await
+            .unwrap();
+        put(&s, &a, "again.md", "first life").await;
+        s.delete(&a, &path("again.md"), Precondition::None)
+            .await
+            .unwrap();
+        let again = put(&s, &a, "again.md", "second life").await;
+        put(&s, &b, "keep.md", "b's").await;
+        (
+            observe(&s, &a).await,
+            observe(&s, &b).await,
+            gone.meta.etag,
+            again,
+        )
+    };
+    assert_eq!(before_a.len(), 2, "keep.md and again.md are live");
+
+    let s = SqliteStore::open(&db(&dir), small()).unwrap();
+    assert_eq!(observe(&s, &a).await, before_a);
+    assert_eq!(observe(&s, &b).await, before_b);
+    assert_eq!(
+        before_a[1].1.iter().map(|m| m.version).collect::<Vec<_>>(),
+        vec![4, 3, 2],
+        "keep.md kept its three newest versions"
+    );
+
+    // Tombstones and lives survive: the deleted path stays deleted, stale etags stay stale.
+    let gone = path("gone.md");
+    assert_eq!(s.get(&a, &gone, None).await, Err(StoreError::NotFound));
+    assert_eq!(
+        s.delete(&a, &gone, Precondition::None).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.put(
+            &a,
+            &gone,
+            FileWrite::markdown("x"),
+            Precondition::IfMatch(vec![gone_etag.clone()])
+        )
+        .await,
+        Err(StoreError::Conflict { current_version: 0 })
+    );
+    let reborn = put(&s, &a, "gone.md", "reborn").await;
+    assert_eq!(reborn.meta.version, 1);
+    assert_ne!(reborn.meta.etag, gone_etag);
+    let again2 = s
+        .put(
+            &a,
+            &path("again.md"),
+            FileWrite::markdown("again v2"),
+            Precondition::IfMatch(vec![again_v1.meta.etag]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        again2.meta.version, 2,
+        "the live etag still matches after reopen"
+    );
+
+    // The live count survived: a has 3 live files now, the limit.
+    assert_eq!(
+        s.put(
+            &a,
+            &path("fourth.md"),
+            FileWrite::markdown("x"),
+            Precondition::None
+        )
+        .await,
+        Err(StoreError::TooLarge {
+            limit: LimitKind::MaxFiles,
+            max: 3
+        })
+    );
+    drop(s);
+
+    // A lower `max_versions` applies to a path at its next write.
+    let fewer = Limits {
+        max_versions: 2,
+        ..small()
+    };
+    let s = SqliteStore::open(&db(&dir), fewer).unwrap();
+    let keep = path("keep.md");
+    assert_eq!(s.history(&a, &keep).await.unwrap().len(), 3);
+    assert_eq!(put(&s, &a, "keep.md", "keep v5").await.meta.version, 5);
+    let versions: Vec<u64> = s
+        .history(&a, &keep)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.version)
+        .collect();
+    assert_eq!(versions, vec![5, 4]);
+}
+
+#[test]
+fn a_new_file_is_stamped_as_wsp_and_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(SqliteStore::open(&db(&dir), Limits::default()).unwrap());
+    assert!(
+        !dir.path().join("wsp.sqlite3-wal").exists(),
+        "closing the store checkpointed and removed the WAL"
+    );
+    let raw = Connection::open(db(&dir)).unwrap();
+    let app: i32 = raw
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .unwrap();
+    let version: i64 = raw
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    let mode: String = raw
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(app, APPLICATION_ID);
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(mode, "wal");
+}
+
+fn open_err(path: &Path) -> OpenError {
+    SqliteStore::open(path, Limits::default()).expect_err("the open is refused")
+}
+
+#[test]
+fn a_missing_directory_is_refused_and_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let err = open_err(&missing.join("wsp.sqlite3"));
+    assert_eq!(
+        err,
+        OpenError::MissingDirectory {
+            path: missing.join("wsp.sqlite3"),
+            directory: missing.clone(),
+        }
+    );
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_path_that_cannot_be_a_database_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file.txt");
+    std::fs::write(&file, "x").unwrap();
+    let cases = [
+        (file.join("wsp.sqlite3"), "is not a directory"),
+        (dir.path().to_owned(), "is a directory"),
+    ];
+    for (path, why) in cases {
+        match open_err(&path) {
+            OpenError::CannotOpen { path: p, reason } => {
+                assert_eq!(p, path);
+                assert!(reason.contains(why), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// A location where no one, not even root, can create a file.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_location_is_refused() {
+    let err = open_err(Path::new("/proc/wsp-store-sqlite-test.sqlite3"));
+    assert!(
+        matches!(err, OpenError::CannotOpen { .. }),
+        "unexpected {err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("/proc/wsp-store-sqlite-test.sqlite3")
+    );
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = "these are notes, not a database\n".repeat(200);
+    std::fs::write(db(&dir), &notes).unwrap();
+    let err = open_err(&db(&dir));
+    assert!(
+        matches!(&err, OpenError::NotAWspDatabase { reason, .. } if reason.contains("not an SQLite")),
+        "unexpected {err:?}"
+    );
+    assert_eq!(std::fs::read_to_string(db(&dir)).unwrap(), notes);
+}
+
+#[test]
+fn another_applications_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = Connection::open(db(&dir)).unwrap();
+    raw.execute_batch("CREATE TABLE mine (x); INSERT INTO mine VALUES (1);")
+        .unwrap();
+    drop(raw);
+    let err = open_err(&db(&dir));
+    assert!(
+        matches!(&err, OpenError::NotAWspDatabase { reason, .. } if reason.contains("another application")),
+        "unexpected {err:?}"
+    );
+    let raw = Connection::open(db(&dir)).unwrap();
+    let mode: String = raw
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "delete", "the foreign file was not switched to WAL");
+    let tables: i64 = raw
+        .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tables, 1);
+
+    // An empty database stamped by another application is refused too.
+    let other = dir.path().join("other.sqlite3");
+    Connection::open(&other)
+        .unwrap()
+        .execute_batch("PRAGMA application_id = 42")
+        .unwrap();
+    let err = open_err(&other);
+    assert!(
+        matches!(&err, OpenError::NotAWspDatabase { reason, .. } if reason.contains("0x0000002a")),
+        "unexpected {err:?}"
+    );
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(SqliteStore::open(&db(&dir), Limits::default()).unwrap());
+    Connection::open(db(&dir))
+        .unwrap()
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    let err = open_err(&db(&dir));
+    assert_eq!(
+        err,
+        OpenError::TooNew {
+            path: db(&dir),
+            found: SCHEMA_VERSION + 1,
+            supported: SCHEMA_VERSION,
+        }
+    );
+    assert!(err.to_string().contains("upgrade wsp"), "{err}");
+}
+
+/// Another connection holding the write lock: reads carry on from the last committed state,
+/// a write waits for the busy timeout and then reports the store as unavailable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_write_lock_blocks_writes_but_not_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = SqliteOptions::default().busy_timeout(Duration::from_millis(100));
+    let s = SqliteStore::open_with(&db(&dir), Limits::default(), options).unwrap();
+    let a = owner("a");
+    let v1 = put(&s, &a, "a.md", "committed").await;
+
+    let raw = Connection::open(db(&dir)).unwrap();
+    raw.execute_batch(
+        "BEGIN IMMEDIATE;
+         UPDATE versions SET content = 'uncommitted';",
+    )
+    .unwrap();
+    assert_eq!(s.get(&a, &path("a.md"), None).await.unwrap(), v1);
+    assert_eq!(
+        s.list(&a, &WorkspacePrefix::all()).await.unwrap(),
+        vec![v1.meta.clone()]
+    );
+    let blocked = s
+        .put(
+            &a,
+            &path("a.md"),
+            FileWrite::markdown("v2"),
+            Precondition::None,
+        )
+        .await;
+    assert!(
+        matches!(blocked, Err(StoreError::Unavailable(_))),
+        "{blocked:?}"
+    );
+    raw.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(put(&s, &a, "a.md", "v2").await.meta.version, 2);
+}
+
+/// Writers queued behind a held lock wait without holding blocking threads, so reads still get
+/// one even from a small blocking pool.
+#[test]
+fn queued_writers_leave_the_blocking_pool_to_readers() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions::default()
+            .busy_timeout(Duration::from_secs(10))
+            .readers(2);
+        let s = Arc::new(SqliteStore::open_with(&db(&dir), Limits::default(), options).unwrap());
+        let a = owner("a");
+        let v1 = put(&s, &a, "a.md", "v1").await;
+
+        let raw = Connection::open(db(&dir)).unwrap();
+        raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let mut writers = tokio::task::JoinSet::new();
+        for i in 0..16 {
+            let (s, a) = (s.clone(), a.clone());
+            writers.spawn(async move {
+                s.put(
+                    &a,
+                    &path("a.md"),
+                    FileWrite::markdown(format!("w{i}")),
+                    Precondition::None,
+                )
+                .await
+            });
+        }
+        // Let the writers reach the lock (a test may block a worker briefly).
+        std::thread::sleep(Duration::from_millis(100));
+        for _ in 0..20 {
+            assert_eq!(s.get(&a, &path("a.md"), None).await.unwrap(), v1);
+        }
+        assert_eq!(writers.len(), 16);
+        raw.execute_batch("ROLLBACK").unwrap();
+        let mut versions = Vec::new();
+        while let Some(result) = writers.join_next().await {
+            versions.push(
+                result
+                    .unwrap()
+                    .expect("a queued write succeeds")
+                    .meta
+                    .version,
+            );
+        }
+        versions.sort_unstable();
+        assert_eq!(versions, (2..=17).collect::<Vec<u64>>());
+    });
+}
+
+/// A failure inside the write transaction is internal, names no content, and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_transaction_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let a = owner("a");
+    let v1 = put(&s, &a, "a.md", "first").await;
+
+    let raw = Connection::open(db(&dir)).unwrap();
+    raw.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON versions BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+    )
+    .unwrap();
+    let secret = "content that must not appear in an error";
+    let failed = s
+        .put(
+            &a,
+            &path("a.md"),
+            FileWrite::markdown(secret),
+            Precondition::None,
+        )
+        .await;
+    match failed {
+        Err(StoreError::Internal(message)) => {
+            assert!(message.contains("refused"), "{message}");
+            assert!(!message.contains(secret), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let created = s
+        .put(
+            &a,
+            &path("b.md"),
+            FileWrite::markdown("b"),
+            Precondition::None,
+        )
+        .await;
+    assert!(matches!(created, Err(StoreError::Internal(_))));
+    raw.execute_batch("DROP TRIGGER refuse").unwrap();
+
+    assert_eq!(s.get(&a, &path("a.md"), None).await.unwrap(), v1);
+    assert_eq!(
+        s.get(&a, &path("b.md"), None).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(put(&s, &a, "a.md", "second").await.meta.version, 2);
+    let (seq, live): (i64, i64) = raw
+        .query_row(
+            "SELECT seq, live_files FROM owners WHERE tenant = 'a'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (seq, live),
+        (2, 1),
+        "the failed writes took no sequence number and counted no file"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_round_trips_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let a = owner("a");
+    let max = "x".repeat(1024 * 1024);
+    let cases = [
+        "",
+        "nul \0 inside\0",
+        "crlf\r\nline\rline\n",
+        "emoji 🦀 and combining é",
+        "'); DROP TABLE versions; --",
+        max.as_str(),
+    ];
+    for (i, content) in cases.iter().enumerate() {
+        let p = format!("case{i}.md");
+        let stored = put(&s, &a, &p, content).await;
+        assert_eq!(stored.meta.size, content.len() as u64);
+        let got = s.get(&a, &path(&p), None).await.unwrap();
+        assert_eq!(got.content, *content);
+        assert_eq!(got, stored);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_prefixes_are_literal_and_tight() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let a = owner("a");
+    for p in [
+        "a_b.md", "axb.md", "a-b.md", "a_", "a_/x.md", "notes", "notes.md", "notet.md", "z",
+    ] {
+        put(&s, &a, p, "x").await;
+    }
+    let list = async |prefix: &str| -> Vec<String> {
+        s.list(&a, &WorkspacePrefix::parse(prefix).unwrap())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.path.into_string())
+            .collect()
+    };
+    assert_eq!(list("a_").await, ["a_", "a_/x.md", "a_b.md"]);
+    assert_eq!(list("a-").await, ["a-b.md"]);
+    assert_eq!(list("notes").await, ["notes", "notes.md"]);
+    assert_eq!(list("z").await, ["z"]);
+    assert_eq!(list("a_/x.md").await, ["a_/x.md"]);
+    assert_eq!(list("a_/x.mdx").await, Vec::<String>::new());
+}
+
+/// Two stores on one file (as two processes would be) share state and its atomicity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_stores_on_one_file_have_one_winner() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = [
+        Arc::new(SqliteStore::open(&db(&dir), Limits::default()).unwrap()),
+        Arc::new(SqliteStore::open(&db(&dir), Limits::default()).unwrap()),
+    ];
+    let a = owner("a");
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..16 {
+        let (s, a) = (stores[t % 2].clone(), a.clone());
+        tasks.spawn(async move {
+            s.put(
+                &a,
+                &path("once.md"),
+                FileWrite::markdown(format!("{t}")),
+                Precondition::IfNoneMatchAny,
+            )
+            .await
+        });
+    }
+    let mut winners = Vec::new();
+    while let Some(result) = tasks.join_next().await {
+        match result.unwrap() {
+            Ok(f) => winners.push(f),
+            Err(e) => assert_eq!(e, StoreError::Conflict { current_version: 1 }),
+        }
+    }
+    assert_eq!(winners.len(), 1);
+    for s in &stores {
+        assert_eq!(s.get(&a, &path("once.md"), None).await.unwrap(), winners[0]);
+    }
+}

@@ -10,6 +10,7 @@ mod error;
 mod etag;
 mod owner;
 mod path;
+pub mod wire;
 
 pub use error::{ErrorCode, LimitKind};
 pub use etag::ETag;

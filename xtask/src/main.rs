@@ -1,0 +1,151 @@
+//! `cargo xtask`: the project's automation, written in Rust so it runs wherever cargo does.
+//!
+//! Every generated artefact has one module with a `generate(check: bool)` function. With
+//! `check == false` it rewrites the artefact; with `check == true` it rebuilds it in memory
+//! and fails when the committed file differs. `cargo xtask check` runs every generator in
+//! check mode.
+//!
+//! **Invariant:** nothing depends on this crate, and it is the only crate that depends on
+//! typify.
+
+mod asyncapi;
+mod codegen;
+mod project;
+mod schemas;
+mod yaml;
+
+use std::process::ExitCode;
+
+/// What every task returns: an error is printed and turns into a non-zero exit status.
+type Result<T, E = Box<dyn std::error::Error>> = std::result::Result<T, E>;
+
+/// A generator: rewrites its artefact, or under `check` fails when the committed one is stale.
+type Generator = fn(bool) -> Result<()>;
+
+/// Every generated artefact, in the order `cargo xtask check` verifies them. A new generator
+/// (such as `openapi`) is one more row here and one more module.
+const GENERATORS: &[(&str, Generator)] = &[
+    ("codegen", codegen::generate),
+    ("asyncapi", asyncapi::generate),
+];
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [--check]
+
+tasks:
+  codegen [--check]   generate crates/wsp-types/src/wire.rs from schemas/ (typify)
+  asyncapi [--check]  generate api/asyncapi.yaml (AsyncAPI 3.0)
+  check               run every generator with --check; fails when any output is stale
+
+--check rebuilds the output in memory and fails if the committed file differs.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+enum Task {
+    /// Print the usage.
+    Help,
+    /// Run every generator in check mode.
+    CheckAll,
+    /// Run one generator (the index into [`GENERATORS`]), in check mode or not.
+    Generate { index: usize, check: bool },
+}
+
+fn parse(args: &[String]) -> Result<Task> {
+    let Some((task, flags)) = args.split_first() else {
+        return Ok(Task::Help);
+    };
+    let check = match flags {
+        [] => false,
+        [flag] if flag == "--check" => true,
+        _ => return Err(format!("unexpected arguments {flags:?}\n\n{USAGE}").into()),
+    };
+    match task.as_str() {
+        "-h" | "--help" | "help" if !check => Ok(Task::Help),
+        // `check` already means "check everything".
+        "check" if !check => Ok(Task::CheckAll),
+        name => match GENERATORS.iter().position(|(n, _)| *n == name) {
+            Some(index) => Ok(Task::Generate { index, check }),
+            None => Err(format!("unknown task {:?}\n\n{USAGE}", args.join(" ")).into()),
+        },
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    match parse(args)? {
+        Task::Help => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Task::CheckAll => check_all(),
+        Task::Generate { index, check } => (GENERATORS[index].1)(check),
+    }
+}
+
+/// Runs every generator in check mode and reports all stale artefacts, not only the first.
+fn check_all() -> Result<()> {
+    let mut failures = Vec::new();
+    for (name, generate) in GENERATORS {
+        match generate(true) {
+            Ok(()) => println!("{name}: up to date"),
+            Err(err) => failures.push(format!("{name}: {err}")),
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n").into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &str, expect: Option<Task>) {
+        let args: Vec<String> = args.split_whitespace().map(str::to_owned).collect();
+        assert_eq!(parse(&args).ok(), expect, "{args:?}");
+    }
+
+    #[test]
+    fn parses_tasks_and_the_check_flag() {
+        check("", Some(Task::Help));
+        check("--help", Some(Task::Help));
+        check("check", Some(Task::CheckAll));
+        check(
+            "codegen",
+            Some(Task::Generate {
+                index: 0,
+                check: false,
+            }),
+        );
+        check(
+            "codegen --check",
+            Some(Task::Generate {
+                index: 0,
+                check: true,
+            }),
+        );
+        check(
+            "asyncapi --check",
+            Some(Task::Generate {
+                index: 1,
+                check: true,
+            }),
+        );
+        check("check --check", None);
+        check("codegen --force", None);
+        check("codegen --check --check", None);
+        check("openapi", None);
+    }
+}

@@ -26,8 +26,9 @@ const HEADER: &str = "\
 //! `schemas/`.
 //!
 //! Every `path` field is a [`crate::WorkspacePath`], so a value that deserializes has a valid
-//! path. typify does not enforce integer bounds or string patterns beyond that; validate other
-//! input at the edge against the schemas.
+//! path, and every `minimum: 1` integer is a `NonZeroU64`. No other bound of the schemas is
+//! enforced by these types: input that must respect one is validated at the edge against the
+//! schemas themselves.
 ";
 
 /// Regenerates `wire.rs`, or under `check` fails when the committed one differs.

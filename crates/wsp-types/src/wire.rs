@@ -6,8 +6,9 @@
 //! `schemas/`.
 //!
 //! Every `path` field is a [`crate::WorkspacePath`], so a value that deserializes has a valid
-//! path. typify does not enforce integer bounds or string patterns beyond that; validate other
-//! input at the edge against the schemas.
+//! path, and every `minimum: 1` integer is a `NonZeroU64`. No other bound of the schemas is
+//! enforced by these types: input that must respect one is validated at the edge against the
+//! schemas themselves.
 
 /// RFC 0072 and RFC 0074: the agent capabilities of the host. Other keys are allowed, because OpenWOP defines members of this block that wsp does not model.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]

@@ -1,0 +1,476 @@
+//! The mount table: which Workspaces an agent has, their Access Scopes and their Mounts.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use wsp_types::OwnerId;
+
+use crate::path::VirtualPath;
+use crate::scope::AccessScope;
+
+/// A mount table: the Workspaces of one agent, as written in TOML (`[[workspace]]` entries) or
+/// built in Rust with [`MountTable::builder`].
+///
+/// ```
+/// use wsp_vfs::MountTable;
+/// let table = MountTable::from_toml_str(r#"
+///     [[workspace]]
+///     path  = "/scratch"
+///     scope = "rw"
+///     mount = { virtual = "scratch" }
+/// "#).unwrap();
+/// assert_eq!(table.workspaces().len(), 1);
+///
+/// let err = MountTable::from_toml_str(r#"
+///     [[workspace]]
+///     path  = "/a/../b"
+///     scope = "ro"
+///     mount = { virtual = "b" }
+/// "#).unwrap_err();
+/// assert!(err.to_string().starts_with("workspace entry 1 (path \"/a/../b\")"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "wsp mount table")]
+pub struct MountTable {
+    /// The Workspaces, each a `[[workspace]]` entry. None at all means no access.
+    #[serde(default, rename = "workspace")]
+    workspaces: Vec<WorkspaceConfig>,
+}
+
+/// One `[[workspace]]` entry: a logical prefix, its Access Scope and its Mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceConfig {
+    /// The logical prefix the agent sees: absolute and normal (`/project`, not `/project/` or
+    /// `/a/../project`). `/` mounts everything.
+    pub path: String,
+    /// `ro` (read, list, search), `rw` (everything) or `wo` (create or overwrite files only).
+    pub scope: AccessScope,
+    /// What backs the Workspace.
+    pub mount: MountConfig,
+    /// Physical and overlay mounts only: follow symbolic links whose target stays inside the
+    /// physical directory. Off by default: every symbolic link is refused.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub follow_symlinks: bool,
+    /// Physical and overlay mounts only: read files that have more than one hard link. Off by
+    /// default, because a hard link inside the directory may share its content with a file
+    /// outside it, which no path check can see.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_hard_links: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The Mount behind a Workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum MountConfig {
+    /// A directory on the host (absolute path), served by the Physical Store.
+    Physical(PathBuf),
+    /// A namespace of the Virtual Store (`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`).
+    Virtual(String),
+    /// A virtual upper layer over a physical lower directory that is never written.
+    Overlay(OverlayConfig),
+}
+
+/// The two layers of an overlay Mount.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OverlayConfig {
+    /// The Virtual Store namespace that receives every write and delete.
+    pub upper: String,
+    /// The host directory read underneath (absolute path); never written.
+    pub lower: PathBuf,
+}
+
+impl MountConfig {
+    /// A physical Mount of the host directory `dir`.
+    pub fn physical(dir: impl Into<PathBuf>) -> Self {
+        Self::Physical(dir.into())
+    }
+
+    /// A virtual Mount of `namespace`.
+    pub fn virtual_namespace(namespace: impl Into<String>) -> Self {
+        Self::Virtual(namespace.into())
+    }
+
+    /// An overlay Mount: `upper` namespace over the host directory `lower`.
+    pub fn overlay(upper: impl Into<String>, lower: impl Into<PathBuf>) -> Self {
+        Self::Overlay(OverlayConfig {
+            upper: upper.into(),
+            lower: lower.into(),
+        })
+    }
+
+    /// The host directory this Mount reads, if any.
+    pub fn physical_dir(&self) -> Option<&Path> {
+        match self {
+            Self::Physical(dir) => Some(dir),
+            Self::Overlay(o) => Some(&o.lower),
+            Self::Virtual(_) => None,
+        }
+    }
+
+    /// The Virtual Store namespace this Mount uses, if any.
+    pub fn namespace(&self) -> Option<&str> {
+        match self {
+            Self::Virtual(ns) => Some(ns),
+            Self::Overlay(o) => Some(&o.upper),
+            Self::Physical(_) => None,
+        }
+    }
+}
+
+impl WorkspaceConfig {
+    /// An entry with both link options off.
+    pub fn new(path: impl Into<String>, scope: AccessScope, mount: MountConfig) -> Self {
+        Self {
+            path: path.into(),
+            scope,
+            mount,
+            follow_symlinks: false,
+            allow_hard_links: false,
+        }
+    }
+
+    /// Sets `follow_symlinks` (physical and overlay mounts only).
+    pub fn follow_symlinks(mut self, yes: bool) -> Self {
+        self.follow_symlinks = yes;
+        self
+    }
+
+    /// Sets `allow_hard_links` (physical and overlay mounts only).
+    pub fn allow_hard_links(mut self, yes: bool) -> Self {
+        self.allow_hard_links = yes;
+        self
+    }
+}
+
+/// What is wrong with one entry of a mount table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MountProblem {
+    /// The prefix does not start with `/`, or is not a valid virtual path.
+    PrefixNotAbsolute(String),
+    /// The prefix is a valid path but not in normal form (`/a/` for `/a`).
+    PrefixNotNormal {
+        /// How to write it.
+        normal: String,
+    },
+    /// Another entry has the same prefix.
+    DuplicatePrefix {
+        /// The other entry (1-based).
+        other: usize,
+    },
+    /// The host directory is not an absolute path.
+    DirNotAbsolute,
+    /// The host directory does not exist or cannot be reached.
+    DirMissing,
+    /// The host path exists but is not a directory.
+    DirNotDirectory,
+    /// A namespace that is not an identifier.
+    BadNamespace(String),
+    /// `follow_symlinks` or `allow_hard_links` on a virtual Mount.
+    LinkOptionOnVirtual,
+    /// A virtual or overlay Mount, but no Virtual Store was given to the builder.
+    NoVirtualStore,
+}
+
+impl fmt::Display for MountProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::PrefixNotAbsolute(why) => {
+                write!(f, "path must be an absolute virtual path: {why}")
+            }
+            Self::PrefixNotNormal { normal } => {
+                write!(f, "path is not in normal form; write it as {normal:?}")
+            }
+            Self::DuplicatePrefix { other } => write!(
+                f,
+                "duplicate prefix: workspace entry {other} has the same path"
+            ),
+            Self::DirNotAbsolute => {
+                f.write_str("the physical directory must be an absolute host path")
+            }
+            Self::DirMissing => f.write_str("the physical directory does not exist"),
+            Self::DirNotDirectory => f.write_str("the physical directory is not a directory"),
+            Self::BadNamespace(ns) => write!(
+                f,
+                "bad namespace {ns:?}: use 1-128 of A-Z a-z 0-9 . _ : -, starting with a letter or digit"
+            ),
+            Self::LinkOptionOnVirtual => f.write_str(
+                "follow_symlinks and allow_hard_links apply only to physical and overlay mounts",
+            ),
+            Self::NoVirtualStore => {
+                f.write_str("a virtual or overlay mount needs a Virtual Store, and none was given")
+            }
+        }
+    }
+}
+
+/// Why a mount table was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MountTableError {
+    /// The file could not be read.
+    #[error("cannot read mount table {path}: {message}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The TOML does not parse or does not fit the format.
+    #[error("mount table: {0}")]
+    Syntax(String),
+    /// One entry is invalid.
+    #[error("workspace entry {entry} (path {path:?}): {problem}")]
+    Entry {
+        /// 1-based position of the `[[workspace]]` entry, as a person counts them.
+        entry: usize,
+        /// The entry's `path` as written.
+        path: String,
+        /// What is wrong.
+        problem: MountProblem,
+    },
+}
+
+impl MountTable {
+    /// A table with no Workspaces: no tools, every path denied.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// Starts a table in Rust.
+    ///
+    /// ```
+    /// use wsp_vfs::{AccessScope, MountConfig, MountTable, WorkspaceConfig};
+    /// let table = MountTable::builder()
+    ///     .workspace(WorkspaceConfig::new("/notes", AccessScope::ReadWrite, MountConfig::virtual_namespace("notes")))
+    ///     .workspace(WorkspaceConfig::new("/outbox", AccessScope::WriteOnly, MountConfig::virtual_namespace("outbox")))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(table.workspaces().len(), 2);
+    /// ```
+    pub fn builder() -> MountTableBuilder {
+        MountTableBuilder::default()
+    }
+
+    /// Parses and validates a TOML mount table.
+    pub fn from_toml_str(text: &str) -> Result<Self, MountTableError> {
+        let table: Self =
+            toml::from_str(text).map_err(|e| MountTableError::Syntax(e.to_string()))?;
+        table.validate()?;
+        Ok(table)
+    }
+
+    /// Reads, parses and validates a TOML mount table file.
+    pub fn load(path: &Path) -> Result<Self, MountTableError> {
+        let text = std::fs::read_to_string(path).map_err(|e| MountTableError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_toml_str(&text)
+    }
+
+    /// The table as TOML.
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// The entries, in the order written.
+    pub fn workspaces(&self) -> &[WorkspaceConfig] {
+        &self.workspaces
+    }
+
+    /// Checks every entry: prefixes absolute, normal and unique; host directories absolute and
+    /// existing; namespaces valid; link options only where they mean something.
+    pub fn validate(&self) -> Result<(), MountTableError> {
+        let mut seen: Vec<VirtualPath> = Vec::with_capacity(self.workspaces.len());
+        for (i, ws) in self.workspaces.iter().enumerate() {
+            let fail = |problem| MountTableError::Entry {
+                entry: i + 1,
+                path: ws.path.clone(),
+                problem,
+            };
+            let prefix = VirtualPath::parse(&ws.path)
+                .map_err(|e| fail(MountProblem::PrefixNotAbsolute(e.to_string())))?;
+            if prefix.as_str() != ws.path {
+                return Err(fail(MountProblem::PrefixNotNormal {
+                    normal: prefix.as_str().to_owned(),
+                }));
+            }
+            if let Some(other) = seen.iter().position(|p| *p == prefix) {
+                return Err(fail(MountProblem::DuplicatePrefix { other: other + 1 }));
+            }
+            seen.push(prefix);
+            if let Some(ns) = ws.mount.namespace() {
+                OwnerId::parse(ns).map_err(|_| fail(MountProblem::BadNamespace(ns.to_owned())))?;
+            }
+            match ws.mount.physical_dir() {
+                Some(dir) => check_dir(dir).map_err(fail)?,
+                None if ws.follow_symlinks || ws.allow_hard_links => {
+                    return Err(fail(MountProblem::LinkOptionOnVirtual));
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_dir(dir: &Path) -> Result<(), MountProblem> {
+    if !dir.is_absolute() {
+        return Err(MountProblem::DirNotAbsolute);
+    }
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(MountProblem::DirNotDirectory),
+        Err(_) => Err(MountProblem::DirMissing),
+    }
+}
+
+/// Builds a [`MountTable`] in Rust; [`MountTableBuilder::build`] validates it like a TOML table.
+#[derive(Debug, Clone, Default)]
+pub struct MountTableBuilder {
+    workspaces: Vec<WorkspaceConfig>,
+}
+
+impl MountTableBuilder {
+    /// Adds an entry.
+    pub fn workspace(mut self, ws: WorkspaceConfig) -> Self {
+        self.workspaces.push(ws);
+        self
+    }
+
+    /// Validates and returns the table.
+    pub fn build(self) -> Result<MountTable, MountTableError> {
+        let table = MountTable {
+            workspaces: self.workspaces,
+        };
+        table.validate()?;
+        Ok(table)
+    }
+}
+
+/// The JSON Schema (draft 2020-12) of a mount table, for `schemas/config/`.
+///
+/// ```
+/// let schema = wsp_vfs::mount_table_schema();
+/// assert_eq!(schema["title"], "wsp mount table");
+/// ```
+pub fn mount_table_schema() -> serde_json::Value {
+    schemars::schema_for!(MountTable).to_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(toml_text: &str, expect: Result<usize, &str>) {
+        let got = MountTable::from_toml_str(toml_text)
+            .map(|t| t.workspaces().len())
+            .map_err(|e| e.to_string());
+        match (&got, &expect) {
+            (Ok(n), Ok(m)) => assert_eq!(n, m, "{toml_text}"),
+            (Err(e), Err(want)) => {
+                assert!(e.contains(want), "error {e:?} does not contain {want:?}")
+            }
+            _ => panic!("{toml_text}\ngot {got:?}, expected {expect:?}"),
+        }
+    }
+
+    fn entry(path: &str, scope: &str, mount: &str) -> String {
+        format!("[[workspace]]\npath = {path:?}\nscope = {scope:?}\nmount = {mount}\n")
+    }
+
+    #[test]
+    fn tables() {
+        let tmp = std::env::temp_dir();
+        let dir = format!("{{ physical = {:?} }}", tmp.display().to_string());
+        let file = tempfile_in(&tmp);
+        let file_mount = format!("{{ physical = {:?} }}", file.display().to_string());
+        let cases: Vec<(String, Result<usize, &str>)> = vec![
+            (String::new(), Ok(0)),
+            (entry("/p", "ro", &dir), Ok(1)),
+            (entry("/", "ro", &dir), Ok(1)),
+            (entry("/p", "rw", "{ virtual = \"scratch\" }") + &entry("/p/s", "wo", "{ virtual = \"out\" }"), Ok(2)),
+            (entry("/o", "rw", &format!("{{ overlay = {{ upper = \"up\", lower = {:?} }} }}", tmp.display().to_string())), Ok(1)),
+            (entry("/p", "ro", &dir) + &entry("/p", "rw", "{ virtual = \"x\" }"), Err("workspace entry 2 (path \"/p\"): duplicate prefix: workspace entry 1")),
+            (entry("p", "ro", &dir), Err("workspace entry 1 (path \"p\"): path must be an absolute virtual path")),
+            (entry("/p/", "ro", &dir), Err("write it as \"/p\"")),
+            (entry("/a/../p", "ro", &dir), Err("'.' or '..'")),
+            (entry("//p", "ro", &dir), Err("workspace entry 1")),
+            (entry("/p", "ro", "{ physical = \"/nonexistent/wsp-vfs-test\" }"), Err("does not exist")),
+            (entry("/p", "ro", "{ physical = \"relative/dir\" }"), Err("absolute host path")),
+            (entry("/p", "ro", &file_mount), Err("is not a directory")),
+            (entry("/p", "ro", "{ virtual = \"a/b\" }"), Err("bad namespace \"a/b\"")),
+            (entry("/p", "ro", "{ virtual = \"\" }"), Err("bad namespace")),
+            (entry("/p", "ro", "{ overlay = { upper = \"..\", lower = \"/tmp\" } }"), Err("bad namespace")),
+            (entry("/p", "rx", &dir), Err("mount table:")),
+            (entry("/p", "ro", "{ disk = \"/tmp\" }"), Err("mount table:")),
+            (entry("/p", "ro", "{ virtual = \"a\" }") + "follow_symlinks = true\n", Err("apply only to physical")),
+            (entry("/p", "ro", &dir) + "follow_symlinks = true\nallow_hard_links = true\n", Ok(1)),
+            ("[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { virtual = \"a\" }\nextra = 1\n".into(), Err("unknown field")),
+        ];
+        for (text, expect) in cases {
+            check(&text, expect);
+        }
+        std::fs::remove_file(file).unwrap();
+    }
+
+    fn tempfile_in(dir: &Path) -> PathBuf {
+        let path = dir.join(format!("wsp-vfs-config-test-{}", std::process::id()));
+        std::fs::write(&path, "x").unwrap();
+        path
+    }
+
+    #[test]
+    fn round_trips_through_toml() {
+        let table = MountTable::builder()
+            .workspace(
+                WorkspaceConfig::new(
+                    "/a",
+                    AccessScope::ReadOnly,
+                    MountConfig::physical(std::env::temp_dir()),
+                )
+                .follow_symlinks(true),
+            )
+            .workspace(WorkspaceConfig::new(
+                "/b",
+                AccessScope::WriteOnly,
+                MountConfig::virtual_namespace("b"),
+            ))
+            .build()
+            .unwrap();
+        let again = MountTable::from_toml_str(&table.to_toml_string()).unwrap();
+        assert_eq!(again, table);
+    }
+
+    #[test]
+    fn schema_names_the_fields() {
+        let schema = mount_table_schema();
+        let text = schema.to_string();
+        for word in [
+            "workspace",
+            "follow_symlinks",
+            "allow_hard_links",
+            "physical",
+            "virtual",
+            "overlay",
+            "upper",
+            "lower",
+            "\"ro\"",
+            "\"wo\"",
+        ] {
+            assert!(text.contains(word), "schema lacks {word}: {text}");
+        }
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+    }
+}

@@ -1,0 +1,465 @@
+//! The Physical Store: a host directory reached only through a directory handle.
+//!
+//! Every open is relative to the Mount's directory handle and walks one component at a time
+//! with `O_NOFOLLOW` semantics (`cap-fs-ext`'s `open_dir_nofollow`, `FollowSymlinks::No`), so
+//! neither `..`, nor absolute or relative symbolic links, nor symlinked intermediate directories,
+//! nor a directory swapped for a symbolic link between a check and a use can lead outside it.
+//! When a Mount opts in to `follow_symlinks`, the path is first resolved with `cap-std`'s
+//! sandboxed `canonicalize` (which fails on any link leaving the directory), and the resolved path
+//! is then opened with the same no-follow walk, so a swap after resolution fails closed.
+
+use std::io::{self, Read, Write};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+
+use super::{
+    EntryKind, Fail, FileBytes, Listing, RawEntry, Walk, WalkedFile, WriteCondition, Written,
+    addressable, content_etag, excluded,
+};
+
+/// Names of in-flight temporary files; hidden from listings and searches.
+pub(crate) const TEMP_PREFIX: &str = ".wsp-tmp-";
+
+/// Deepest directory nesting a walk descends into.
+const MAX_WALK_DEPTH: usize = 64;
+
+/// A host directory, opened once at mount time.
+#[derive(Debug)]
+pub(crate) struct PhysicalStore {
+    root: Dir,
+    follow_symlinks: bool,
+    allow_hard_links: bool,
+    /// Serializes this Mount's check-and-replace sequences, so `if_match` and `create_only`
+    /// hold against other calls through this process.
+    write_lock: Mutex<()>,
+}
+
+impl PhysicalStore {
+    /// Opens `dir` (an absolute host path, checked by the mount table) as a Mount.
+    pub fn open(dir: &Path, follow_symlinks: bool, allow_hard_links: bool) -> io::Result<Self> {
+        let root = Dir::open_ambient_dir(dir, ambient_authority())?;
+        Ok(Self {
+            root,
+            follow_symlinks,
+            allow_hard_links,
+            write_lock: Mutex::new(()),
+        })
+    }
+
+    /// `rel` with symbolic links resolved inside the Mount when it follows them (the final
+    /// component too when `follow_final`), else `rel` unchanged. Components that do not exist
+    /// yet are kept as written.
+    fn resolve(&self, rel: &[String], follow_final: bool) -> Result<Vec<String>, Fail> {
+        if !self.follow_symlinks || rel.is_empty() {
+            return Ok(rel.to_vec());
+        }
+        let upto = if follow_final {
+            rel.len()
+        } else {
+            rel.len() - 1
+        };
+        for i in (1..=upto).rev() {
+            let partial: PathBuf = rel[..i].iter().collect();
+            match self.root.canonicalize(&partial) {
+                Ok(canonical) => {
+                    let mut out = path_components(&canonical)?;
+                    out.extend_from_slice(&rel[i..]);
+                    return Ok(out);
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(classify(&e)),
+            }
+        }
+        Ok(rel.to_vec())
+    }
+
+    /// Opens the directory `rel` component by component, never following a symbolic link.
+    /// With `create`, missing directories are created on the way.
+    fn open_dir(&self, rel: &[String], create: bool) -> Result<Dir, Fail> {
+        let mut dir = self.root.try_clone().map_err(|_| Fail::Unavailable)?;
+        for name in rel {
+            let next = match dir.open_dir_nofollow(name) {
+                Ok(next) => next,
+                Err(e) if create && e.kind() == io::ErrorKind::NotFound => {
+                    match dir.create_dir(name) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(classify(&e)),
+                    }
+                    dir.open_dir_nofollow(name)
+                        .map_err(|e| explain(&dir, name, &e, true))?
+                }
+                Err(e) => return Err(explain(&dir, name, &e, true)),
+            };
+            dir = next;
+        }
+        Ok(dir)
+    }
+
+    /// The directory holding the last component of `rel` (which must not be empty), and that name.
+    fn open_parent<'r>(&self, rel: &'r [String], create: bool) -> Result<(Dir, &'r str), Fail> {
+        let (name, parents) = rel.split_last().ok_or(Fail::IsDirectory)?;
+        Ok((self.open_dir(parents, create)?, name))
+    }
+
+    /// What `name` in `dir` is, without following it.
+    fn kind_in(dir: &Dir, name: &str) -> Result<Option<(EntryKind, Metadata)>, Fail> {
+        match dir.symlink_metadata(name) {
+            Ok(meta) => {
+                let ft = meta.file_type();
+                let kind = if ft.is_symlink() {
+                    EntryKind::Symlink
+                } else if ft.is_dir() {
+                    EntryKind::Directory
+                } else if ft.is_file() {
+                    EntryKind::File
+                } else {
+                    return Err(Fail::SpecialFile);
+                };
+                Ok(Some((kind, meta)))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(classify(&e)),
+        }
+    }
+
+    /// What `rel` is (`None` when absent), resolving links only where the Mount follows them.
+    pub fn kind(&self, rel: &[String]) -> Result<Option<EntryKind>, Fail> {
+        if rel.is_empty() {
+            return Ok(Some(EntryKind::Directory));
+        }
+        let rel = self.resolve(rel, true)?;
+        let (dir, name) = match self.open_parent(&rel, false) {
+            Ok(found) => found,
+            Err(Fail::NotFound | Fail::ParentNotDirectory) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(Self::kind_in(&dir, name)?.map(|(k, _)| k))
+    }
+
+    /// The first proper ancestor of `rel` that is a file (or link, or special file), if any.
+    pub fn file_ancestor(&self, rel: &[String]) -> Result<Option<usize>, Fail> {
+        let mut dir = self.root.try_clone().map_err(|_| Fail::Unavailable)?;
+        for (i, name) in rel.iter().enumerate().take(rel.len().saturating_sub(1)) {
+            match Self::kind_in(&dir, name) {
+                Ok(None) => return Ok(None),
+                Ok(Some((EntryKind::Directory, _))) => {}
+                Ok(Some(_)) | Err(Fail::SpecialFile) => return Ok(Some(i + 1)),
+                Err(e) => return Err(e),
+            }
+            dir = dir
+                .open_dir_nofollow(name)
+                .map_err(|e| explain(&dir, name, &e, true))?;
+        }
+        Ok(None)
+    }
+
+    pub fn list(&self, rel: &[String]) -> Result<Listing, Fail> {
+        let rel = self.resolve(rel, true)?;
+        let dir = match rel.split_last() {
+            None => self.root.try_clone().map_err(|_| Fail::Unavailable)?,
+            Some((name, _)) => {
+                let (parent, _) = self.open_parent(&rel, false)?;
+                match Self::kind_in(&parent, name)? {
+                    None => return Err(Fail::NotFound),
+                    Some((EntryKind::Symlink, _)) => return Err(Fail::Symlink),
+                    Some((EntryKind::File, meta)) => {
+                        return Ok(Listing::File(RawEntry {
+                            name: name.clone(),
+                            kind: EntryKind::File,
+                            size: Some(meta.len()),
+                        }));
+                    }
+                    Some((EntryKind::Directory, _)) => parent
+                        .open_dir_nofollow(name)
+                        .map_err(|e| explain(&parent, name, &e, true))?,
+                }
+            }
+        };
+        Ok(Listing::Directory(read_entries(&dir)?))
+    }
+
+    /// Opens the regular file `name` in `dir` for reading, refusing links and special files.
+    fn open_file(&self, dir: &Dir, name: &str) -> Result<(File, Metadata), Fail> {
+        let mut opts = OpenOptions::new();
+        // O_NONBLOCK: opening a FIFO swapped in after a check must not hang the call.
+        opts.read(true)
+            .follow(FollowSymlinks::No)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        let file = dir
+            .open_with(name, &opts)
+            .map_err(|e| explain(dir, name, &e, false))?;
+        let meta = file.metadata().map_err(|e| classify(&e))?;
+        if meta.is_dir() {
+            return Err(Fail::IsDirectory);
+        }
+        if !meta.is_file() {
+            return Err(Fail::SpecialFile);
+        }
+        if meta.nlink() > 1 && !self.allow_hard_links {
+            return Err(Fail::HardLink);
+        }
+        Ok((file, meta))
+    }
+
+    pub fn read(&self, rel: &[String], max_bytes: u64) -> Result<FileBytes, Fail> {
+        let rel = self.resolve(rel, true)?;
+        let (dir, name) = self.open_parent(&rel, false)?;
+        let (file, meta) = self.open_file(&dir, name)?;
+        if meta.len() > max_bytes {
+            return Err(Fail::TooLarge { max: max_bytes });
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(max_bytes + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| classify(&e))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(Fail::TooLarge { max: max_bytes });
+        }
+        let etag = content_etag(&bytes);
+        Ok(FileBytes { bytes, etag })
+    }
+
+    /// Replaces or creates the file atomically: a temporary file in the same directory, then a
+    /// rename over the name. The rename replaces the directory entry, so it never writes through
+    /// an existing inode: a hard link to a file outside the Mount is replaced, not modified.
+    pub fn write(
+        &self,
+        rel: &[String],
+        content: &[u8],
+        cond: &WriteCondition,
+    ) -> Result<Written, Fail> {
+        let rel = self.resolve(rel, true)?;
+        let (dir, name) = self.open_parent(&rel, true)?;
+        let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let existing = match Self::kind_in(&dir, name)? {
+            None => None,
+            Some((EntryKind::Symlink, _)) => return Err(Fail::Symlink),
+            Some((EntryKind::Directory, _)) => return Err(Fail::IsDirectory),
+            Some((EntryKind::File, meta)) => Some(meta),
+        };
+        let current = match (&existing, cond) {
+            (Some(_), WriteCondition::IfMatch(_)) => {
+                let (mut file, meta) = self.open_file(&dir, name)?;
+                let mut bytes = Vec::with_capacity(meta.len() as usize);
+                file.read_to_end(&mut bytes).map_err(|e| classify(&e))?;
+                Some(content_etag(&bytes))
+            }
+            // The etag's value does not matter for these conditions, only its presence.
+            (Some(_), _) => Some(content_etag(b"")),
+            (None, _) => None,
+        };
+        cond.check(current.as_ref())?;
+        let (temp_name, mut temp) = create_temp(&dir)?;
+        let result = (|| {
+            temp.write_all(content)?;
+            if let Some(meta) = &existing {
+                temp.set_permissions(meta.permissions())?;
+            }
+            drop(temp);
+            dir.rename(&temp_name, &dir, name)
+        })();
+        if let Err(e) = result {
+            let _ = dir.remove_file(&temp_name);
+            return Err(classify(&e));
+        }
+        Ok(Written {
+            etag: content_etag(content),
+            created: existing.is_none(),
+        })
+    }
+
+    /// Removes the name. A symbolic link is removed itself (never its target) when the Mount
+    /// follows links, and refused otherwise.
+    pub fn delete(&self, rel: &[String]) -> Result<(), Fail> {
+        let rel = self.resolve(rel, false)?;
+        let (dir, name) = self.open_parent(&rel, false)?;
+        let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
+        match Self::kind_in(&dir, name)? {
+            None => Err(Fail::NotFound),
+            Some((EntryKind::Directory, _)) => Err(Fail::IsDirectory),
+            Some((EntryKind::Symlink, _)) if !self.follow_symlinks => Err(Fail::Symlink),
+            Some(_) => dir.remove_file(name).map_err(|e| classify(&e)),
+        }
+    }
+
+    pub fn walk(
+        &self,
+        rel: &[String],
+        exclude: &[Vec<String>],
+        budget: usize,
+    ) -> Result<Walk, Fail> {
+        let rel = self.resolve(rel, true)?;
+        let mut walk = Walk::default();
+        let mut left = budget;
+        let dir = match rel.split_last() {
+            None => self.root.try_clone().map_err(|_| Fail::Unavailable)?,
+            Some((name, _)) => {
+                let (parent, _) = self.open_parent(&rel, false)?;
+                match Self::kind_in(&parent, name)? {
+                    None => return Err(Fail::NotFound),
+                    Some((EntryKind::Symlink, _)) => return Err(Fail::Symlink),
+                    Some((EntryKind::File, meta)) => {
+                        walk.files.push(WalkedFile {
+                            rel: rel.clone(),
+                            size: meta.len(),
+                        });
+                        return Ok(walk);
+                    }
+                    Some((EntryKind::Directory, _)) => parent
+                        .open_dir_nofollow(name)
+                        .map_err(|e| explain(&parent, name, &e, true))?,
+                }
+            }
+        };
+        let mut prefix = rel;
+        walk_dir(&dir, &mut prefix, exclude, &mut left, &mut walk, 0);
+        Ok(walk)
+    }
+}
+
+/// Visits `dir` depth first in name order; symbolic links are never followed by a walk.
+fn walk_dir(
+    dir: &Dir,
+    prefix: &mut Vec<String>,
+    exclude: &[Vec<String>],
+    left: &mut usize,
+    walk: &mut Walk,
+    depth: usize,
+) {
+    let Ok(entries) = read_entries(dir) else {
+        return;
+    };
+    for entry in entries {
+        if *left == 0 {
+            walk.truncated = true;
+            return;
+        }
+        *left -= 1;
+        prefix.push(entry.name);
+        if !excluded(prefix, exclude) {
+            match entry.kind {
+                EntryKind::File => walk.files.push(WalkedFile {
+                    rel: prefix.clone(),
+                    size: entry.size.unwrap_or(0),
+                }),
+                EntryKind::Directory if depth < MAX_WALK_DEPTH => {
+                    let name = prefix.last().map(String::as_str).unwrap_or_default();
+                    if let Ok(sub) = dir.open_dir_nofollow(name) {
+                        walk_dir(&sub, prefix, exclude, left, walk, depth + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+        prefix.pop();
+    }
+}
+
+/// The addressable entries of `dir`, sorted by name; special files are left out.
+fn read_entries(dir: &Dir) -> Result<Vec<RawEntry>, Fail> {
+    let mut out = Vec::new();
+    for entry in dir.entries().map_err(|e| classify(&e))? {
+        let Ok(entry) = entry else { continue };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if !addressable(&name) {
+            continue;
+        }
+        let Ok(ft) = entry.file_type() else { continue };
+        let (kind, size) = if ft.is_symlink() {
+            (EntryKind::Symlink, None)
+        } else if ft.is_dir() {
+            (EntryKind::Directory, None)
+        } else if ft.is_file() {
+            (EntryKind::File, entry.metadata().ok().map(|m| m.len()))
+        } else {
+            continue;
+        };
+        out.push(RawEntry { name, kind, size });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// A new, uniquely named temporary file in `dir`.
+fn create_temp(dir: &Dir) -> Result<(String, File), Fail> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64);
+    for _ in 0..8 {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{TEMP_PREFIX}{:08x}{:08x}{n:x}", std::process::id(), nanos);
+        let mut opts = OpenOptions::new();
+        opts.write(true).create_new(true).follow(FollowSymlinks::No);
+        match dir.open_with(&name, &opts) {
+            Ok(file) => return Ok((name, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(classify(&e)),
+        }
+    }
+    Err(Fail::Unavailable)
+}
+
+/// The components of a path `canonicalize` returned (relative to the Mount).
+fn path_components(path: &Path) -> Result<Vec<String>, Fail> {
+    let mut out = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(name) => out.push(
+                name.to_str()
+                    .ok_or(Fail::BadName("a name on disk is not UTF-8"))?
+                    .to_owned(),
+            ),
+            Component::CurDir => {}
+            _ => return Err(Fail::Escape),
+        }
+    }
+    Ok(out)
+}
+
+/// Why opening `name` in `dir` failed, looking at what the name is: a symbolic link is refused
+/// as such, a file where a directory was needed is `ParentNotDirectory`.
+fn explain(dir: &Dir, name: &str, err: &io::Error, wanted_dir: bool) -> Fail {
+    match PhysicalStore::kind_in(dir, name) {
+        Ok(Some((EntryKind::Symlink, _))) => Fail::Symlink,
+        Ok(Some((EntryKind::File, _))) if wanted_dir => Fail::ParentNotDirectory,
+        Ok(None) => Fail::NotFound,
+        Err(Fail::SpecialFile) => Fail::SpecialFile,
+        _ => classify(err),
+    }
+}
+
+/// Maps an I/O error to a [`Fail`] without letting its text (which may hold host paths) out.
+fn classify(err: &io::Error) -> Fail {
+    if err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+        return Fail::Loop;
+    }
+    if err.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()) {
+        return Fail::BadName("a name is too long for the host file system");
+    }
+    match err.kind() {
+        io::ErrorKind::NotFound => Fail::NotFound,
+        io::ErrorKind::IsADirectory => Fail::IsDirectory,
+        io::ErrorKind::NotADirectory => Fail::ParentNotDirectory,
+        // cap-std reports a resolution that would leave the directory as PermissionDenied with
+        // this fixed text; anything else of that kind is the host's own permission check.
+        io::ErrorKind::PermissionDenied
+            if err.to_string().contains("outside of the filesystem") =>
+        {
+            Fail::Escape
+        }
+        io::ErrorKind::PermissionDenied => Fail::HostDenied,
+        io::ErrorKind::StorageFull | io::ErrorKind::FileTooLarge | io::ErrorKind::QuotaExceeded => {
+            Fail::TooLarge { max: 0 }
+        }
+        _ => Fail::Unavailable,
+    }
+}

@@ -10,6 +10,7 @@
 
 mod asyncapi;
 mod codegen;
+mod openapi;
 mod project;
 mod schemas;
 mod yaml;
@@ -27,6 +28,7 @@ type Generator = fn(bool) -> Result<()>;
 const GENERATORS: &[(&str, Generator)] = &[
     ("codegen", codegen::generate),
     ("asyncapi", asyncapi::generate),
+    ("openapi", openapi::generate),
 ];
 
 const USAGE: &str = "\
@@ -35,6 +37,7 @@ usage: cargo xtask <task> [--check]
 tasks:
   codegen [--check]   generate crates/wsp-types/src/wire.rs from schemas/ (typify)
   asyncapi [--check]  generate api/asyncapi.yaml (AsyncAPI 3.0)
+  openapi [--check]   generate api/openapi.json (OpenAPI 3.1) from the server's annotations
   check               run every generator with --check; fails when any output is stale
 
 --check rebuilds the output in memory and fails if the committed file differs.";
@@ -146,6 +149,13 @@ mod tests {
         check("check --check", None);
         check("codegen --force", None);
         check("codegen --check --check", None);
-        check("openapi", None);
+        check(
+            "openapi",
+            Some(Task::Generate {
+                index: 2,
+                check: false,
+            }),
+        );
+        check("bench-nothing", None);
     }
 }

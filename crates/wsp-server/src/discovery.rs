@@ -15,6 +15,14 @@ pub(crate) fn document(config: &ServerConfig, limits: &Limits, max_body_bytes: u
 }
 
 /// `GET /.well-known/openwop` (no auth; a bearer header, if sent, is ignored).
+#[utoipa::path(
+    get,
+    path = "/.well-known/openwop",
+    tag = "discovery",
+    operation_id = "discovery",
+    summary = "Protocol version, limits and capability blocks",
+    responses((status = 200, description = "The discovery document.", body = ref("#/components/schemas/Discovery"))),
+)]
 pub async fn discovery(State(state): State<AppState>) -> Response {
     let mut resp = (StatusCode::OK, state.inner.discovery.clone()).into_response();
     let h = resp.headers_mut();

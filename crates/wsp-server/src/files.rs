@@ -62,6 +62,23 @@ fn json_response(status: StatusCode, body: Vec<u8>, etag: Option<&str>) -> Respo
 }
 
 /// `GET /v1/host/workspace/files?prefix=P`
+#[utoipa::path(
+    get,
+    path = "/v1/host/workspace/files",
+    tag = "workspace",
+    operation_id = "listWorkspaceFiles",
+    summary = "List live files (no bodies), sorted by path",
+    params(("prefix" = Option<String>, Query, description = "Plain string prefix of the paths to list.")),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The caller's live files.", body = ref("#/components/schemas/WorkspaceFileList")),
+        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
 pub async fn list(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -83,6 +100,28 @@ pub async fn list(
 }
 
 /// `GET /v1/host/workspace/files/{path}[?version=N]`
+#[utoipa::path(
+    get,
+    path = "/v1/host/workspace/files/{path}",
+    tag = "workspace",
+    operation_id = "getWorkspaceFile",
+    summary = "Read a file, or a retained version of it",
+    params(
+        ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
+        ("version" = Option<u64>, Query, minimum = 1, description = "A retained version of the current life."),
+    ),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The file; the `ETag` header repeats `etag`.", body = ref("#/components/schemas/WorkspaceFile"),
+            headers(("ETag" = String, description = "The version's etag."))),
+        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 404, description = "No such live file or retained version; another owner's file answers the same (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
 pub async fn read(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -106,6 +145,24 @@ pub async fn read(
 }
 
 /// `GET /v1/host/workspace/history/{path}` (extension): retained versions, newest first.
+#[utoipa::path(
+    get,
+    path = "/v1/host/workspace/history/{path}",
+    tag = "workspace",
+    operation_id = "getWorkspaceFileHistory",
+    summary = "Retained versions of a live file, newest first (wsp extension)",
+    params(("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired.")),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The retained versions of the current life.", body = ref("#/components/schemas/WorkspaceFileHistory")),
+        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 404, description = "No such live file or retained version; another owner's file answers the same (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
 pub async fn history(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -127,6 +184,33 @@ pub async fn history(
 }
 
 /// `PUT /v1/host/workspace/files/{path}`
+#[utoipa::path(
+    put,
+    path = "/v1/host/workspace/files/{path}",
+    tag = "workspace",
+    operation_id = "putWorkspaceFile",
+    summary = "Create or replace a file atomically",
+    params(
+        ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
+        ("If-Match" = Option<String>, Header, description = "Write only if the live etag is one of these, or `*` for any live version."),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: write only if the path has no live file."),
+        ("Idempotency-Key" = Option<String>, Header, description = "Replays the first outcome of the same request."),
+    ),
+    request_body(content = ref("#/components/schemas/WorkspaceFileCreate"), content_type = "application/json"),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "Stored: version 1 on create, plus 1 on each replace.", body = ref("#/components/schemas/WorkspaceFile"),
+            headers(("ETag" = String, description = "The new version's etag."))),
+        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 409, description = "`If-Match`/`If-None-Match` failed (`workspace_conflict`, `details.currentVersion`) or an `Idempotency-Key` was reused for another request (`idempotency_key_mismatch`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 413, description = "Over `maxFileBytes`, `maxFiles` or the body limit (`workspace_too_large`, `details.limit`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 415, description = "The body is not `application/json` (`unsupported_media_type`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
 pub async fn write(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -192,6 +276,29 @@ pub async fn write(
 }
 
 /// `DELETE /v1/host/workspace/files/{path}`
+#[utoipa::path(
+    delete,
+    path = "/v1/host/workspace/files/{path}",
+    tag = "workspace",
+    operation_id = "deleteWorkspaceFile",
+    summary = "Tombstone a file",
+    params(
+        ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
+        ("If-Match" = Option<String>, Header, description = "Delete only if the live etag is one of these."),
+        ("Idempotency-Key" = Option<String>, Header, description = "Replays the first outcome of the same request."),
+    ),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 204, description = "Deleted; the path can be written again, starting at version 1."),
+        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 404, description = "No such live file or retained version; another owner's file answers the same (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 409, description = "`If-Match`/`If-None-Match` failed (`workspace_conflict`, `details.currentVersion`) or an `Idempotency-Key` was reused for another request (`idempotency_key_mismatch`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
 pub async fn delete(
     State(state): State<AppState>,
     headers: HeaderMap,

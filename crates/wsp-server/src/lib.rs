@@ -29,6 +29,7 @@ mod encode;
 mod error;
 mod files;
 mod idempotency;
+pub mod openapi;
 mod request;
 mod seams;
 mod secrets;
@@ -139,6 +140,7 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .route("/.well-known/openwop", get(discovery::discovery))
+        .route("/v1/openapi.json", get(openapi::openapi_json))
         .route(files::LIST, get(files::list))
         .route(
             &format!("{}/", files::LIST),

@@ -837,3 +837,40 @@ async fn client_separates_envelopes_from_transport_failures() {
         Error::Transport(_)
     ));
 }
+
+#[tokio::test]
+async fn served_openapi_equals_the_committed_document() {
+    let s = start().await;
+    let resp = reqwest::get(s.url("/v1/openapi.json")).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let served = resp.text().await.unwrap();
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../api/openapi.json"
+    ))
+    .expect("api/openapi.json is committed (cargo xtask openapi)");
+    assert_eq!(served, committed, "run `cargo xtask openapi` and commit");
+    // Every documented operation is routed: none answers "no route".
+    let doc: Value = serde_json::from_str(&served).unwrap();
+    let c = reqwest::Client::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for method in ops.as_object().unwrap().keys() {
+            let url = s.url(&path.replace("{path}", "x.md"));
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let body = c
+                .request(m, url)
+                .bearer_auth(&s.key_a)
+                .json(&json!({"content": "x"}))
+                .send()
+                .await
+                .unwrap();
+            assert_ne!(body.status(), 405, "{method} {path}");
+            let text = body.text().await.unwrap();
+            assert!(
+                !text.contains("no route"),
+                "{method} {path} is documented but not routed"
+            );
+        }
+    }
+}

@@ -47,6 +47,7 @@
 //! ```
 
 mod files;
+pub mod keys;
 mod readers;
 mod schema;
 

@@ -10,9 +10,11 @@ mod error;
 mod etag;
 mod owner;
 mod path;
+mod scope;
 pub mod wire;
 
 pub use error::{ErrorCode, LimitKind};
 pub use etag::ETag;
 pub use owner::{Owner, OwnerId, OwnerIdError};
 pub use path::{PathError, WorkspacePath, WorkspacePrefix};
+pub use scope::{Scope, ScopeError, Scopes};

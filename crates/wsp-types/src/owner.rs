@@ -26,10 +26,13 @@ impl OwnerId {
         let ok = !b.is_empty()
             && b.len() <= 128
             && b[0].is_ascii_alphanumeric()
-            && b
-                .iter()
+            && b.iter()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b':' | b'-'));
-        if ok { Ok(Self(raw.to_owned())) } else { Err(OwnerIdError) }
+        if ok {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(OwnerIdError)
+        }
     }
 
     /// The identifier as a string slice.
@@ -71,7 +74,10 @@ impl Owner {
 
     /// Parses both parts, for tests and configuration.
     pub fn parse(tenant: &str, workspace: &str) -> Result<Self, OwnerIdError> {
-        Ok(Self::new(OwnerId::parse(tenant)?, OwnerId::parse(workspace)?))
+        Ok(Self::new(
+            OwnerId::parse(tenant)?,
+            OwnerId::parse(workspace)?,
+        ))
     }
 }
 

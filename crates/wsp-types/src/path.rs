@@ -59,7 +59,10 @@ impl WorkspacePath {
         if !bytes.iter().copied().all(allowed) {
             return Err(PathError::BadCharacter);
         }
-        if raw.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        if raw
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        {
             return Err(PathError::BadComponent);
         }
         Ok(Self(raw.to_owned()))
@@ -146,7 +149,10 @@ impl WorkspacePrefix {
         // Every complete component (all but the last, which may be partial) must be a name.
         let mut parts: Vec<&str> = raw.split('/').collect();
         parts.pop();
-        if parts.iter().any(|c| c.is_empty() || *c == "." || *c == "..") {
+        if parts
+            .iter()
+            .any(|c| c.is_empty() || *c == "." || *c == "..")
+        {
             return Err(PathError::BadComponent);
         }
         Ok(Self(raw.to_owned()))
@@ -173,7 +179,11 @@ mod tests {
     use super::*;
 
     fn check(raw: &str, expect: Result<(), PathError>) {
-        assert_eq!(WorkspacePath::parse(raw).map(|_| ()), expect, "input {raw:?}");
+        assert_eq!(
+            WorkspacePath::parse(raw).map(|_| ()),
+            expect,
+            "input {raw:?}"
+        );
     }
 
     #[test]

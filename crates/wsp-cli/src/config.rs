@@ -1,0 +1,72 @@
+//! The server's configuration file (`wsp serve --config wsp.toml`).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use wsp_server::TenantSecrets;
+use wsp_store::{Redactor, Secret};
+use wsp_types::OwnerId;
+
+use crate::CliError;
+
+/// The whole file. Unknown keys are refused so that a typo never silently disables a setting.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Secret values redacted (WSR-1) from every write of a tenant.
+    #[serde(default)]
+    secrets: Vec<SecretEntry>,
+}
+
+/// One secret: `value` inline, or read from the environment variable `value_env`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SecretEntry {
+    tenant: String,
+    id: String,
+    value: Option<String>,
+    value_env: Option<String>,
+}
+
+impl FileConfig {
+    /// Reads and validates a TOML file.
+    pub fn load(path: &Path) -> Result<Self, CliError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CliError(format!("cannot read config {}: {e}", path.display())))?;
+        toml::from_str(&text)
+            .map_err(|e| CliError(format!("invalid config {}: {e}", path.display())))
+    }
+
+    /// The per-tenant redactors; errors name the entry.
+    pub fn secrets(&self) -> Result<TenantSecrets, CliError> {
+        let mut by_tenant: HashMap<OwnerId, Vec<Secret>> = HashMap::new();
+        for (i, s) in self.secrets.iter().enumerate() {
+            let at = format!("secrets[{i}] (id {:?})", s.id);
+            let tenant =
+                OwnerId::parse(&s.tenant).map_err(|e| CliError(format!("{at}: tenant: {e}")))?;
+            let value = match (&s.value, &s.value_env) {
+                (Some(v), None) => v.clone(),
+                (None, Some(var)) => std::env::var(var).map_err(|_| {
+                    CliError(format!("{at}: environment variable {var} is not set"))
+                })?,
+                _ => {
+                    return Err(CliError(format!(
+                        "{at}: give exactly one of value, value_env"
+                    )));
+                }
+            };
+            by_tenant.entry(tenant).or_default().push(Secret {
+                id: s.id.clone(),
+                value,
+            });
+        }
+        let mut redactors = HashMap::new();
+        for (tenant, secrets) in by_tenant {
+            let r = Redactor::new(secrets)
+                .map_err(|e| CliError(format!("secrets of tenant {tenant}: {e}")))?;
+            redactors.insert(tenant, r);
+        }
+        Ok(TenantSecrets::new(redactors))
+    }
+}

@@ -1,0 +1,206 @@
+//! `wsp files`: the workspace file endpoints from the command line, through `wsp-client`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use wsp_client::{Client, Error, PutOptions};
+use wsp_types::{ETag, WorkspacePath};
+
+use crate::CliError;
+
+#[derive(Debug, Args)]
+pub struct FilesArgs {
+    /// Base URL of the host.
+    #[arg(
+        long,
+        env = "WSP_URL",
+        default_value = "http://127.0.0.1:8787",
+        global = true
+    )]
+    url: String,
+    /// API key (sent as a bearer token).
+    #[arg(long, env = "WSP_API_KEY", hide_env_values = true, global = true)]
+    key: Option<String>,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: FilesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum FilesCommand {
+    /// List live files (path, version, content type, updated at).
+    Ls {
+        /// Only paths starting with this.
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+    /// Print a file's content (or, with --version, a retained older version).
+    Get {
+        /// Workspace path, e.g. notes/plan.md.
+        path: String,
+        /// A retained version number.
+        #[arg(long)]
+        version: Option<u64>,
+    },
+    /// Create or replace a file from --file or standard input.
+    Put {
+        /// Workspace path.
+        path: String,
+        /// Read the content from this file (default: standard input).
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Only if the live etag is this one.
+        #[arg(long)]
+        if_match: Option<String>,
+        /// Only if the path has no live file.
+        #[arg(long, conflicts_with = "if_match")]
+        create_only: bool,
+        /// Media type (default text/markdown).
+        #[arg(long)]
+        content_type: Option<String>,
+    },
+    /// Delete a file.
+    Rm {
+        /// Workspace path.
+        path: String,
+        /// Only if the live etag is this one.
+        #[arg(long)]
+        if_match: Option<String>,
+    },
+    /// The retained versions of a file, newest first.
+    History {
+        /// Workspace path.
+        path: String,
+    },
+}
+
+fn parse_path(raw: &str) -> Result<WorkspacePath, CliError> {
+    WorkspacePath::parse(raw).map_err(|e| CliError(format!("invalid path {raw:?}: {e}")))
+}
+
+fn wire_error(e: Error) -> CliError {
+    match e.api() {
+        Some(api) => {
+            let details = api
+                .details
+                .as_ref()
+                .map(|d| format!(" {}", serde_json::Value::Object(d.clone())))
+                .unwrap_or_default();
+            CliError(format!(
+                "{} (HTTP {}): {}{details}",
+                api.error, api.status, api.message
+            ))
+        }
+        None => CliError(e.to_string()),
+    }
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Runs a `wsp files` subcommand.
+pub async fn run(args: FilesArgs) -> Result<(), CliError> {
+    let mut client = Client::new(&args.url).map_err(wire_error)?;
+    if let Some(key) = &args.key {
+        client = client.with_key(key.clone());
+    }
+    match args.command {
+        FilesCommand::Ls { prefix } => {
+            let list = client.list(prefix.as_deref()).await.map_err(wire_error)?;
+            if args.json {
+                return print_json(&list);
+            }
+            for f in &list.files {
+                println!(
+                    "{}\tv{}\t{}\t{}",
+                    f.path.as_str(),
+                    f.version,
+                    f.content_type,
+                    f.updated_at.to_rfc3339()
+                );
+            }
+        }
+        FilesCommand::Get { path, version } => {
+            let file = client
+                .get(&parse_path(&path)?, version)
+                .await
+                .map_err(wire_error)?;
+            if args.json {
+                return print_json(&file);
+            }
+            std::io::stdout().write_all(file.content.as_bytes())?;
+        }
+        FilesCommand::Put {
+            path,
+            file,
+            if_match,
+            create_only,
+            content_type,
+        } => {
+            let path = parse_path(&path)?;
+            let content = match file {
+                Some(f) => std::fs::read_to_string(&f)
+                    .map_err(|e| CliError(format!("cannot read {}: {e}", f.display())))?,
+                None => {
+                    let mut s = String::new();
+                    std::io::stdin().read_to_string(&mut s)?;
+                    s
+                }
+            };
+            let options = PutOptions {
+                content_type,
+                if_match: if_match.map(ETag::from_wire),
+                create_only,
+                idempotency_key: None,
+            };
+            let stored = client
+                .put(&path, content, options)
+                .await
+                .map_err(wire_error)?;
+            if args.json {
+                return print_json(&stored);
+            }
+            println!(
+                "{}\tv{}\t{}",
+                stored.path.as_str(),
+                stored.version,
+                stored.etag.as_deref().unwrap_or_default()
+            );
+        }
+        FilesCommand::Rm { path, if_match } => {
+            let tag = if_match.map(ETag::from_wire);
+            client
+                .delete(&parse_path(&path)?, tag.as_ref())
+                .await
+                .map_err(wire_error)?;
+            if args.json {
+                return print_json(&serde_json::json!({ "deleted": path }));
+            }
+            println!("deleted {path}");
+        }
+        FilesCommand::History { path } => {
+            let h = client
+                .history(&parse_path(&path)?)
+                .await
+                .map_err(wire_error)?;
+            if args.json {
+                return print_json(&h);
+            }
+            for v in &h.versions {
+                println!(
+                    "v{}\t{}\t{}\t{}",
+                    v.version,
+                    v.etag.as_deref().unwrap_or_default(),
+                    v.content_type,
+                    v.updated_at.to_rfc3339()
+                );
+            }
+        }
+    }
+    Ok(())
+}

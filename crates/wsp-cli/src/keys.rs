@@ -1,0 +1,164 @@
+//! `wsp keys`: API keys in a data directory's key file.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
+use wsp_store_sqlite::keys::SqliteKeyRegistry;
+use wsp_types::{Owner, Scopes};
+
+use crate::CliError;
+
+/// The key file inside a data directory.
+pub fn key_file(data: &Path) -> PathBuf {
+    data.join("keys.sqlite3")
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key; its plaintext is printed once, as the last line.
+    Create(CreateArgs),
+    /// List keys (ids and owners; never secrets).
+    List(ListArgs),
+    /// Revoke a key by id.
+    Revoke(RevokeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// The server's data directory.
+    #[arg(long, default_value = "./wsp-data")]
+    data: PathBuf,
+    /// Tenant the key acts in.
+    #[arg(long)]
+    tenant: String,
+    /// Workspace within the tenant.
+    #[arg(long)]
+    workspace: String,
+    /// Who acts with the key (attribution).
+    #[arg(long, default_value = "admin")]
+    principal: String,
+    /// Comma-separated scopes (default: all of workspace:read, workspace:write, agents:read,
+    /// runs:create, runs:read).
+    #[arg(long)]
+    scopes: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The server's data directory.
+    #[arg(long, default_value = "./wsp-data")]
+    data: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RevokeArgs {
+    /// The server's data directory.
+    #[arg(long, default_value = "./wsp-data")]
+    data: PathBuf,
+    /// The key id (the 12 hex digits after `wsp_`).
+    id: String,
+}
+
+fn open_existing(data: &Path) -> Result<SqliteKeyRegistry, CliError> {
+    let file = key_file(data);
+    if !file.is_file() {
+        return Err(CliError(format!(
+            "no key file at {} (start `wsp serve --data {}` once, or create a key there first)",
+            file.display(),
+            data.display()
+        )));
+    }
+    Ok(SqliteKeyRegistry::open(&file)?)
+}
+
+/// Runs a `wsp keys` subcommand.
+pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
+    match cmd {
+        KeysCommand::Create(a) => {
+            let owner = Owner::parse(&a.tenant, &a.workspace)
+                .map_err(|e| CliError(format!("--tenant/--workspace: {e}")))?;
+            wsp_types::OwnerId::parse(&a.principal)
+                .map_err(|e| CliError(format!("--principal: {e}")))?;
+            let scopes = match &a.scopes {
+                Some(s) => Scopes::parse(s).map_err(|e| CliError(format!("--scopes: {e}")))?,
+                None => Scopes::all(),
+            };
+            std::fs::create_dir_all(&a.data).map_err(|e| {
+                CliError(format!(
+                    "cannot use data directory {}: {e}",
+                    a.data.display()
+                ))
+            })?;
+            let registry = SqliteKeyRegistry::open(&key_file(&a.data))?;
+            let key = ApiKey::generate();
+            registry
+                .insert(KeyRecord::new(
+                    &key,
+                    owner.clone(),
+                    a.principal.clone(),
+                    scopes,
+                ))
+                .await?;
+            println!(
+                "created key {} for tenant {} workspace {} (principal {}, scopes {scopes})",
+                key.id(),
+                owner.tenant,
+                owner.workspace,
+                a.principal
+            );
+            println!("{}", key.expose());
+            Ok(())
+        }
+        KeysCommand::List(a) => {
+            let records = open_existing(&a.data)?.list().await?;
+            if a.json {
+                let rows: Vec<_> = records
+                    .iter()
+                    .map(|r| {
+                        serde_json::json!({
+                            "id": r.id, "tenant": r.owner.tenant.as_str(),
+                            "workspace": r.owner.workspace.as_str(), "principal": r.principal,
+                            "scopes": r.scopes.to_string(), "agent": r.agent,
+                            "createdAt": r.created_at.to_rfc3339(),
+                            "revokedAt": r.revoked_at.map(|t| t.to_rfc3339()),
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!("ID\tTENANT\tWORKSPACE\tPRINCIPAL\tSCOPES\tSTATUS");
+                for r in records {
+                    let status = if r.revoked_at.is_some() {
+                        "revoked"
+                    } else {
+                        "active"
+                    };
+                    println!(
+                        "{}\t{}\t{}\t{}\t{}\t{status}",
+                        r.id, r.owner.tenant, r.owner.workspace, r.principal, r.scopes
+                    );
+                }
+            }
+            Ok(())
+        }
+        KeysCommand::Revoke(a) => {
+            let id =
+                a.id.strip_prefix("wsp_")
+                    .map_or(a.id.as_str(), |rest| rest.split('_').next().unwrap_or(rest));
+            match open_existing(&a.data)?.revoke(id).await {
+                Ok(()) => {
+                    println!("revoked key {id}");
+                    Ok(())
+                }
+                Err(wsp_store::StoreError::NotFound) => {
+                    Err(CliError(format!("no key with id {id:?}")))
+                }
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! `wsp`: serve agent workspaces, manage keys, read and write files, run conformance.
+//!
+//! **Invariant:** thin. This binary parses flags, wires the library crates together and
+//! prints; it holds no protocol logic of its own.
+
+mod config;
+mod files;
+mod keys;
+mod serve;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Agent workspaces: a versioned, tenant-scoped file store speaking the OpenWOP wire.
+#[derive(Debug, Parser)]
+#[command(name = "wsp", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the HTTP server.
+    Serve(serve::ServeArgs),
+    /// Create, list and revoke API keys in a data directory.
+    #[command(subcommand)]
+    Keys(keys::KeysCommand),
+    /// List, read, write, delete and inspect workspace files on a running host.
+    Files(files::FilesArgs),
+    /// Test any host, by URL, against the protocol.
+    Conformance(wsp_conformance::ConformanceArgs),
+}
+
+/// A failure to report on one line before exiting with status 1.
+#[derive(Debug)]
+pub struct CliError(pub String);
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<E: std::error::Error> From<E> for CliError {
+    fn from(e: E) -> Self {
+        CliError(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+            Command::Keys(cmd) => keys::run(cmd).await,
+            Command::Files(args) => files::run(args).await,
+            Command::Conformance(args) => return Ok(wsp_conformance::run_cli(args).await),
+        }
+        .map(|()| ExitCode::SUCCESS)
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,381 @@
+//! The `wsp` binary as a user drives it: serve, keys, files, and `kill -9` durability.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+/// A running `wsp serve` and what it printed at start.
+struct Server {
+    child: Child,
+    url: String,
+    first_key: Option<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[expect(clippy::zombie_processes, reason = "Server's Drop kills and waits for the child")]
+fn serve(data: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(WSP)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .args(extra)
+        .env("WSP_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("wsp starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut first_key = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "wsp serve did not report its address"
+        );
+        let line = lines
+            .next()
+            .expect("wsp serve printed its address")
+            .unwrap();
+        if line.starts_with("wsp_") {
+            first_key = Some(line.clone());
+        }
+        if let Some(rest) = line.strip_prefix("wsp listening on ") {
+            let url = rest.split_whitespace().next().unwrap().to_owned();
+            // Keep draining stdout so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return Server {
+                child,
+                url,
+                first_key,
+            };
+        }
+    }
+}
+
+fn wsp(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(WSP);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.env_remove("WSP_URL").env_remove("WSP_API_KEY");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn first_start_prints_an_admin_key_once_and_files_work_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let key = server.first_key.clone().expect("first start prints a key");
+    let env = [
+        ("WSP_URL", server.url.as_str()),
+        ("WSP_API_KEY", key.as_str()),
+    ];
+
+    let put = wsp(&["files", "put", "notes/plan.md"], &env, Some("# Plan\n"));
+    assert!(put.status.success(), "{}", stderr(&put));
+    assert!(
+        stdout(&put).starts_with("notes/plan.md\tv1\t\""),
+        "{}",
+        stdout(&put)
+    );
+
+    let got = wsp(&["files", "get", "notes/plan.md"], &env, None);
+    assert_eq!(stdout(&got), "# Plan\n");
+
+    let json = wsp(
+        &["files", "put", "notes/plan.md", "--json"],
+        &env,
+        Some("# Plan v2\n"),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["version"], 2);
+    let etag = v["etag"].as_str().unwrap().to_owned();
+
+    let stale = wsp(
+        &["files", "put", "notes/plan.md", "--if-match", "\"nope\""],
+        &env,
+        Some("x"),
+    );
+    assert!(!stale.status.success());
+    assert!(
+        stderr(&stale).contains("workspace_conflict"),
+        "{}",
+        stderr(&stale)
+    );
+    let fresh = wsp(
+        &["files", "put", "notes/plan.md", "--if-match", &etag],
+        &env,
+        Some("v3"),
+    );
+    assert!(fresh.status.success(), "{}", stderr(&fresh));
+
+    let ls = wsp(&["files", "ls", "--prefix", "notes/"], &env, None);
+    assert!(
+        stdout(&ls).starts_with("notes/plan.md\tv3\ttext/markdown\t"),
+        "{}",
+        stdout(&ls)
+    );
+    let history = wsp(&["files", "history", "notes/plan.md", "--json"], &env, None);
+    let h: serde_json::Value = serde_json::from_slice(&history.stdout).unwrap();
+    assert_eq!(h["versions"].as_array().unwrap().len(), 3);
+    let old = wsp(
+        &["files", "get", "notes/plan.md", "--version", "1"],
+        &env,
+        None,
+    );
+    assert_eq!(stdout(&old), "# Plan\n");
+
+    let rm = wsp(&["files", "rm", "notes/plan.md"], &env, None);
+    assert!(rm.status.success());
+    let gone = wsp(&["files", "get", "notes/plan.md"], &env, None);
+    assert!(!gone.status.success());
+    assert!(stderr(&gone).contains("not_found"), "{}", stderr(&gone));
+    let bad = wsp(&["files", "get", "../etc/passwd"], &env, None);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("invalid path"), "{}", stderr(&bad));
+    drop(server);
+
+    // A restart on the same data dir prints no new key, and the old key still works.
+    let again = serve(dir.path(), &[]);
+    assert_eq!(again.first_key, None);
+    let env = [
+        ("WSP_URL", again.url.as_str()),
+        ("WSP_API_KEY", key.as_str()),
+    ];
+    let ls = wsp(&["files", "ls", "--json"], &env, None);
+    assert!(ls.status.success(), "{}", stderr(&ls));
+}
+
+#[test]
+fn keys_created_while_serving_work_at_once_and_revocation_is_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let server = serve(dir.path(), &[]);
+    let created = wsp(
+        &[
+            "keys",
+            "create",
+            "--data",
+            data,
+            "--tenant",
+            "t-a",
+            "--workspace",
+            "w-a",
+            "--scopes",
+            "workspace:read",
+        ],
+        &[],
+        None,
+    );
+    assert!(created.status.success(), "{}", stderr(&created));
+    let out = stdout(&created);
+    let key = out.lines().last().unwrap().to_owned();
+    assert!(key.starts_with("wsp_"), "the key is the last line: {out}");
+    let env = [
+        ("WSP_URL", server.url.as_str()),
+        ("WSP_API_KEY", key.as_str()),
+    ];
+    let ls = wsp(&["files", "ls"], &env, None);
+    assert!(
+        ls.status.success(),
+        "a new key works at once: {}",
+        stderr(&ls)
+    );
+    let put = wsp(&["files", "put", "a.md"], &env, Some("x"));
+    assert!(
+        stderr(&put).contains("forbidden"),
+        "read-only key: {}",
+        stderr(&put)
+    );
+
+    let list = wsp(&["keys", "list", "--data", data, "--json"], &[], None);
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    assert!(
+        !stdout(&list).contains(&key[17..]),
+        "secrets are never listed"
+    );
+
+    let id = &key[4..16];
+    let revoked = wsp(&["keys", "revoke", "--data", data, id], &[], None);
+    assert!(revoked.status.success(), "{}", stderr(&revoked));
+    // Revocation takes effect within the key cache's lifetime.
+    std::thread::sleep(wsp_server::KEY_CACHE_TTL + Duration::from_millis(200));
+    let denied = wsp(&["files", "ls"], &env, None);
+    assert!(
+        stderr(&denied).contains("unauthenticated"),
+        "{}",
+        stderr(&denied)
+    );
+    let unknown = wsp(
+        &["keys", "revoke", "--data", data, "000000000000"],
+        &[],
+        None,
+    );
+    assert!(!unknown.status.success());
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let addr = server.url.trim_start_matches("http://").to_owned();
+    let busy = wsp(
+        &[
+            "serve",
+            "--addr",
+            &addr,
+            "--data",
+            dir.path().to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(busy.status.code(), Some(1));
+    let err = stderr(&busy);
+    assert!(err.starts_with("error: cannot listen on"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let unusable = wsp(
+        &[
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+            file.to_str().unwrap(),
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(unusable.status.code(), Some(1));
+    let err = stderr(&unusable);
+    assert!(err.starts_with("error: cannot use data directory"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+
+    let bad_scope = wsp(
+        &[
+            "keys",
+            "create",
+            "--data",
+            dir.path().to_str().unwrap(),
+            "--tenant",
+            "t",
+            "--workspace",
+            "w",
+            "--scopes",
+            "root",
+        ],
+        &[],
+        None,
+    );
+    assert_eq!(bad_scope.status.code(), Some(1));
+    assert!(
+        stderr(&bad_scope).contains("unknown scope"),
+        "{}",
+        stderr(&bad_scope)
+    );
+    let no_server = wsp(
+        &["files", "ls", "--url", "http://127.0.0.1:9", "--key", "k"],
+        &[],
+        None,
+    );
+    assert_eq!(no_server.status.code(), Some(1));
+    assert!(
+        stderr(&no_server).contains("transport failure"),
+        "{}",
+        stderr(&no_server)
+    );
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let key = server.first_key.clone().unwrap();
+    let url = server.url.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = wsp_client::Client::new(&url).unwrap().with_key(key.clone());
+    // Writers run until the server dies; every 200 is remembered with its content.
+    let acknowledged = runtime.block_on(async {
+        let mut acked: Vec<(String, u64, String)> = Vec::new();
+        let mut server = server;
+        for i in 0..400u32 {
+            if i == 200 {
+                // SIGKILL: no shutdown handler, no flush, mid-stream.
+                kill_9(&mut server.child);
+            }
+            let path = format!("kill9/f{}.md", i % 37);
+            let body = format!("write {i} ").repeat(50 + (i as usize % 100));
+            let p = wsp_types::WorkspacePath::parse(&path).unwrap();
+            match client.put(&p, body.clone(), Default::default()).await {
+                Ok(f) => acked.push((path, f.version.get(), body)),
+                Err(wsp_client::Error::Transport(_)) => break,
+                Err(e) => panic!("unexpected {e}"),
+            }
+        }
+        drop(server);
+        acked
+    });
+    assert!(
+        acknowledged.len() >= 200,
+        "writes were acknowledged before the kill"
+    );
+    let restarted = serve(dir.path(), &[]);
+    let client = wsp_client::Client::new(&restarted.url)
+        .unwrap()
+        .with_key(key);
+    runtime.block_on(async {
+        // The newest acknowledged write of each path is its live content; older ones are history.
+        let mut latest = std::collections::BTreeMap::new();
+        for (path, version, body) in &acknowledged {
+            latest.insert(path.clone(), (*version, body.clone()));
+        }
+        for (path, (version, body)) in latest {
+            let p = wsp_types::WorkspacePath::parse(&path).unwrap();
+            let live = client.get(&p, None).await.unwrap();
+            assert!(
+                live.version.get() >= version,
+                "{path}: acknowledged v{version} lost"
+            );
+            let at = client.get(&p, Some(version)).await.unwrap();
+            assert_eq!(at.content, body, "{path} v{version} has its full body");
+        }
+    });
+}
+
+fn kill_9(child: &mut Child) {
+    // `Child::kill` sends SIGKILL on Unix.
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

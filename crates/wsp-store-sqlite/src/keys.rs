@@ -1,0 +1,229 @@
+//! API key records in SQLite (`<data dir>/keys.sqlite3`), shared by `wsp serve` and `wsp keys`.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, params};
+use wsp_store::keys::{KeyRecord, KeyRegistry};
+use wsp_store::{StoreError, StoreFuture};
+use wsp_types::{Owner, Scopes};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS keys (
+    id          TEXT PRIMARY KEY,
+    secret_hash BLOB NOT NULL,
+    tenant      TEXT NOT NULL,
+    workspace   TEXT NOT NULL,
+    principal   TEXT NOT NULL,
+    scopes      TEXT NOT NULL,
+    agent       TEXT,
+    created_at  TEXT NOT NULL,
+    revoked_at  TEXT
+) STRICT;
+";
+
+/// A [`KeyRegistry`] in its own SQLite file. Another process (`wsp keys create`) may add keys
+/// while a server runs; each lookup reads the file, so a new key works at once.
+#[derive(Clone)]
+pub struct SqliteKeyRegistry {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteKeyRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteKeyRegistry").finish_non_exhaustive()
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Internal(format!("key registry: {e}"))
+}
+
+fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<KeyRecord, String>> {
+    let id: String = row.get(0)?;
+    let hash: Vec<u8> = row.get(1)?;
+    let (tenant, workspace): (String, String) = (row.get(2)?, row.get(3)?);
+    let principal: String = row.get(4)?;
+    let scopes: String = row.get(5)?;
+    let agent: Option<String> = row.get(6)?;
+    let created: String = row.get(7)?;
+    let revoked: Option<String> = row.get(8)?;
+    Ok((|| {
+        let secret_hash: [u8; 32] = hash.try_into().map_err(|_| "bad hash length".to_owned())?;
+        let owner = Owner::parse(&tenant, &workspace).map_err(|e| e.to_string())?;
+        let scopes = if scopes.is_empty() {
+            Scopes::NONE
+        } else {
+            Scopes::parse(&scopes).map_err(|e| e.to_string())?
+        };
+        let time = |s: &str| {
+            DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| e.to_string())
+        };
+        Ok(KeyRecord {
+            id,
+            secret_hash,
+            owner,
+            principal,
+            scopes,
+            agent,
+            created_at: time(&created)?,
+            revoked_at: revoked.as_deref().map(time).transpose()?,
+        })
+    })())
+}
+
+const COLUMNS: &str =
+    "id, secret_hash, tenant, workspace, principal, scopes, agent, created_at, revoked_at";
+
+impl SqliteKeyRegistry {
+    /// Opens (creating if needed) the key file at `path`.
+    pub fn open(path: &Path) -> Result<Self, crate::OpenError> {
+        let conn = Connection::open(path).map_err(|e| crate::OpenError::CannotOpen {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .and_then(|_| conn.pragma_update(None, "journal_mode", "WAL"))
+            .and_then(|_| conn.pragma_update(None, "synchronous", "FULL"))
+            .and_then(|_| conn.execute_batch(SCHEMA))
+            .map_err(|e| crate::OpenError::Setup {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> StoreFuture<'_, T> {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+                f(&conn)
+            })
+            .await
+            .map_err(internal)?
+        })
+    }
+}
+
+impl KeyRegistry for SqliteKeyRegistry {
+    fn lookup<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<KeyRecord>> {
+        let id = id.to_owned();
+        self.run(move |c| {
+            let row = c
+                .prepare_cached(&format!("SELECT {COLUMNS} FROM keys WHERE id = ?1"))
+                .and_then(|mut s| s.query_row([&id], from_row).optional())
+                .map_err(internal)?;
+            row.transpose().map_err(internal)
+        })
+    }
+
+    fn insert(&self, r: KeyRecord) -> StoreFuture<'_, ()> {
+        self.run(move |c| {
+            c.execute(
+                &format!(
+                    "INSERT INTO keys ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+                ),
+                params![
+                    r.id,
+                    r.secret_hash.as_slice(),
+                    r.owner.tenant.as_str(),
+                    r.owner.workspace.as_str(),
+                    r.principal,
+                    r.scopes.to_string(),
+                    r.agent,
+                    r.created_at.to_rfc3339(),
+                    r.revoked_at.map(|t| t.to_rfc3339()),
+                ],
+            )
+            .map_err(internal)?;
+            Ok(())
+        })
+    }
+
+    fn list(&self) -> StoreFuture<'_, Vec<KeyRecord>> {
+        self.run(|c| {
+            let mut stmt = c
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM keys ORDER BY created_at, id"
+                ))
+                .map_err(internal)?;
+            let rows = stmt.query_map([], from_row).map_err(internal)?;
+            rows.map(|r| r.map_err(internal)?.map_err(internal))
+                .collect()
+        })
+    }
+
+    fn revoke<'a>(&'a self, id: &'a str) -> StoreFuture<'a, ()> {
+        let id = id.to_owned();
+        self.run(move |c| {
+            let n = c
+                .execute(
+                    "UPDATE keys SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
+                    params![id, Utc::now().to_rfc3339()],
+                )
+                .map_err(internal)?;
+            if n == 0 {
+                Err(StoreError::NotFound)
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wsp_store::keys::ApiKey;
+
+    #[tokio::test]
+    async fn records_round_trip_across_handles() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("keys.sqlite3");
+        let a = SqliteKeyRegistry::open(&file).unwrap();
+        let b = SqliteKeyRegistry::open(&file).unwrap();
+        let key = ApiKey::generate();
+        let mut record = KeyRecord::new(
+            &key,
+            Owner::parse("t", "w").unwrap(),
+            "alice".into(),
+            Scopes::parse("workspace:read").unwrap(),
+        );
+        record.agent = Some("acme.reviewer".into());
+        a.insert(record.clone()).await.unwrap();
+        // Another handle (another process in practice) sees the new key at once.
+        let found = b.lookup(key.id()).await.unwrap().unwrap();
+        assert_eq!(found.secret_hash, record.secret_hash);
+        assert_eq!(found.owner, record.owner);
+        assert_eq!(found.scopes, record.scopes);
+        assert_eq!(found.agent, record.agent);
+        assert!(key.verify(&found.secret_hash));
+        assert_eq!(b.lookup("000000000000").await.unwrap(), None);
+        assert_eq!(b.list().await.unwrap().len(), 1);
+        b.revoke(key.id()).await.unwrap();
+        assert!(
+            a.lookup(key.id())
+                .await
+                .unwrap()
+                .unwrap()
+                .revoked_at
+                .is_some()
+        );
+        assert_eq!(a.revoke("000000000000").await, Err(StoreError::NotFound));
+        // The file never holds the plaintext secret.
+        drop((a, b));
+        let bytes = std::fs::read(&file).unwrap();
+        let secret = key.expose();
+        let secret = secret.rsplit('_').next().unwrap().as_bytes();
+        assert!(!bytes.windows(secret.len()).any(|w| w == secret));
+    }
+}

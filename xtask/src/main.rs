@@ -10,6 +10,10 @@
 
 mod asyncapi;
 mod codegen;
+mod conformance;
+mod host;
+mod interop;
+mod matrix;
 mod openapi;
 mod project;
 mod schemas;
@@ -39,6 +43,10 @@ tasks:
   asyncapi [--check]  generate api/asyncapi.yaml (AsyncAPI 3.0)
   openapi [--check]   generate api/openapi.json (OpenAPI 3.1) from the server's annotations
   check               run every generator with --check; fails when any output is stale
+  conformance [ARGS]  run the conformance suite against `wsp serve` on every backend
+                      (reports in target/conformance/; ARGS go to `wsp conformance`)
+  interop             drive `wsp serve` with the OpenWOP Python client 1.8.0 and wsp-client
+  interop-matrix      write INTEROP-MATRIX.md from the reports in target/conformance/
 
 --check rebuilds the output in memory and fails if the committed file differs.";
 
@@ -62,12 +70,24 @@ enum Task {
     CheckAll,
     /// Run one generator (the index into [`GENERATORS`]), in check mode or not.
     Generate { index: usize, check: bool },
+    /// Run the conformance suite on every backend, passing these arguments through.
+    Conformance(Vec<String>),
+    /// Run the client interop checks.
+    Interop,
+    /// Write INTEROP-MATRIX.md.
+    Matrix,
 }
 
 fn parse(args: &[String]) -> Result<Task> {
     let Some((task, flags)) = args.split_first() else {
         return Ok(Task::Help);
     };
+    match task.as_str() {
+        "conformance" => return Ok(Task::Conformance(flags.to_vec())),
+        "interop" if flags.is_empty() => return Ok(Task::Interop),
+        "interop-matrix" if flags.is_empty() => return Ok(Task::Matrix),
+        _ => {}
+    }
     let check = match flags {
         [] => false,
         [flag] if flag == "--check" => true,
@@ -92,6 +112,9 @@ fn run(args: &[String]) -> Result<()> {
         }
         Task::CheckAll => check_all(),
         Task::Generate { index, check } => (GENERATORS[index].1)(check),
+        Task::Conformance(extra) => conformance::run(&extra),
+        Task::Interop => interop::run(),
+        Task::Matrix => matrix::run(),
     }
 }
 
@@ -157,5 +180,13 @@ mod tests {
             }),
         );
         check("bench-nothing", None);
+        check("conformance", Some(Task::Conformance(vec![])));
+        check(
+            "conformance --strict",
+            Some(Task::Conformance(vec!["--strict".into()])),
+        );
+        check("interop", Some(Task::Interop));
+        check("interop --x", None);
+        check("interop-matrix", Some(Task::Matrix));
     }
 }

@@ -21,7 +21,10 @@ impl Drop for Server {
     }
 }
 
-#[expect(clippy::zombie_processes, reason = "Server's Drop kills and waits for the child")]
+#[expect(
+    clippy::zombie_processes,
+    reason = "Server's Drop kills and waits for the child"
+)]
 fn serve(data: &Path, extra: &[&str]) -> Server {
     let mut child = Command::new(WSP)
         .args(["serve", "--addr", "127.0.0.1:0", "--data"])

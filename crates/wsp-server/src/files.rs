@@ -389,13 +389,35 @@ async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
+        drain(body, limit).await;
         return Err(too_large());
     }
-    let limited = http_body_util::Limited::new(body, limit);
-    match http_body_util::BodyExt::collect(limited).await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(_) => Err(ApiError::validation("the request body could not be read")),
+    let mut body = body;
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
+        let frame =
+            frame.map_err(|_| ApiError::validation("the request body could not be read"))?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > limit {
+                drain(body, limit).await;
+                return Err(too_large());
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
+}
+
+/// Reads and discards what is left of an oversized body, up to about `limit` more bytes, so
+/// that a client still sending it reads our 413 instead of a broken pipe. Past that the
+/// connection is dropped rather than spending more on it.
+async fn drain(mut body: Body, limit: usize) {
+    let mut seen = 0usize;
+    while let Some(Ok(frame)) = http_body_util::BodyExt::frame(&mut body).await {
+        seen += frame.data_ref().map_or(0, |d| d.len());
+        if seen > limit.saturating_mul(2) {
+            break;
+        }
     }
 }
 

@@ -7,12 +7,10 @@ use crate::vfs::{MountKind, WorkspaceInfo};
 
 fn scope_words(scope: AccessScope) -> &'static str {
     match scope {
-        AccessScope::ReadOnly => {
-            "read-only: you may list, read and search; not write, edit or delete"
-        }
-        AccessScope::ReadWrite => "read-write: you may list, read, search, write, edit and delete",
+        AccessScope::ReadOnly => "list, read and search; no writing, editing or deleting",
+        AccessScope::ReadWrite => "list, read, search, write, edit and delete",
         AccessScope::WriteOnly => {
-            "write-only: you may create or overwrite files with write_file; you cannot list, read or search it"
+            "create or overwrite files with write_file; you cannot list, read or search it"
         }
     }
 }
@@ -20,9 +18,9 @@ fn scope_words(scope: AccessScope) -> &'static str {
 fn mount_words(kind: MountKind) -> &'static str {
     match kind {
         MountKind::Physical => "a directory on the host",
-        MountKind::Virtual => "a virtual store, kept outside this conversation",
+        MountKind::Virtual => "a virtual store kept outside this conversation",
         MountKind::Overlay => {
-            "your changes go to a virtual layer over a directory that is never modified"
+            "an overlay: your changes go to a virtual layer over a host directory that is never modified"
         }
     }
 }
@@ -38,7 +36,7 @@ fn mount_words(kind: MountKind) -> &'static str {
 ///     scope: AccessScope::ReadWrite,
 ///     mount: MountKind::Virtual,
 /// }]);
-/// assert!(map.contains("- /notes: read-write"));
+/// assert!(map.contains("- /notes (read-write, a virtual store"));
 /// ```
 pub fn filesystem_map(workspaces: &[WorkspaceInfo]) -> String {
     let mut out = String::from("## Filesystem map\n\n");
@@ -55,10 +53,11 @@ pub fn filesystem_map(workspaces: &[WorkspaceInfo]) -> String {
     for ws in &sorted {
         let _ = writeln!(
             out,
-            "- {}: {} ({})",
+            "- {} ({}, {}): {}",
             ws.path,
-            scope_words(ws.scope),
-            mount_words(ws.mount)
+            ws.scope.in_words(),
+            mount_words(ws.mount),
+            scope_words(ws.scope)
         );
     }
     out.push('\n');

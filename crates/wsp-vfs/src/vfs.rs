@@ -810,19 +810,19 @@ impl Vfs {
         tool: ToolName,
     ) -> Result<(Vec<Found<'_>>, bool), VfsError> {
         let targets = self.search_targets(root, tool)?;
+        let has_nested = !self.mount_points_below(root).is_empty();
         let mut budget = self.limits.max_walk_entries;
         let mut found = Vec::new();
         let mut truncated = false;
         for t in targets {
             let walk = match t.ws.store.walk(&t.start, &t.exclude, budget).await {
                 Ok(walk) => walk,
-                Err(Fail::NotFound) if !t.primary => continue,
-                Err(Fail::NotFound) if !self.mount_points_below(root).is_empty() => continue,
-                Err(f) if !t.primary => {
-                    let _ = f;
-                    continue;
+                // The search path itself must exist, unless it only leads to nested Workspaces;
+                // a Workspace below it that cannot be walked is left out of the results.
+                Err(f) if t.primary && !(f == Fail::NotFound && has_nested) => {
+                    return Err(word(f, root));
                 }
-                Err(f) => return Err(word(f, root)),
+                Err(_) => continue,
             };
             budget = budget.saturating_sub(walk.files.len());
             truncated |= walk.truncated;

@@ -40,16 +40,19 @@ impl OverlayStore {
         Self { upper, lower }
     }
 
-    async fn current(&self, rel: &[String]) -> Result<Current, Fail> {
+    /// What `rel` holds now. The lower file's etag is computed only when `need_etag`: other
+    /// conditions need to know only whether it exists.
+    async fn current(&self, rel: &[String], need_etag: bool) -> Result<Current, Fail> {
         match self.upper.get(rel).await? {
             Some(f) if is_whiteout(&f) => return Ok(Current::WhitedOut(f.meta.etag)),
             Some(f) => return Ok(Current::Upper(f.meta.etag)),
             None => {}
         }
-        match self.lower.read(rel, u64::MAX) {
-            Ok(file) => Ok(Current::Lower(file.etag)),
-            Err(Fail::NotFound) => Ok(Current::Absent),
-            Err(e) => Err(e),
+        match self.lower.kind(rel)? {
+            None => Ok(Current::Absent),
+            Some(EntryKind::Directory) => Err(Fail::IsDirectory),
+            Some(_) if need_etag => Ok(Current::Lower(self.lower.read(rel, u64::MAX)?.etag)),
+            Some(_) => Ok(Current::Lower(ETag::from_wire("\"lower\""))),
         }
     }
 
@@ -58,6 +61,9 @@ impl OverlayStore {
             return Err(Fail::IsDirectory);
         }
         match self.upper.get(rel).await? {
+            Some(f) if is_whiteout(&f) && self.upper.is_live_dir(rel).await? => {
+                return Err(Fail::IsDirectory);
+            }
             Some(f) if is_whiteout(&f) => return Err(Fail::NotFound),
             Some(_) => return self.upper.read(rel, max_bytes).await,
             None => {}
@@ -75,16 +81,15 @@ impl OverlayStore {
         cond: &WriteCondition,
     ) -> Result<Written, Fail> {
         let path = self.upper.check_file_slot(rel).await?;
-        if self.lower.kind(rel)? == Some(EntryKind::Directory) {
-            return Err(Fail::IsDirectory);
-        }
         if let Some(depth) = self.lower.file_ancestor(rel)? {
             // A lower file above the target hides the directory, unless it is whited out.
             if !matches!(self.upper.get(&rel[..depth]).await?, Some(f) if is_whiteout(&f)) {
                 return Err(Fail::ParentNotDirectory);
             }
         }
-        let current = self.current(rel).await?;
+        let current = self
+            .current(rel, matches!(cond, WriteCondition::IfMatch(_)))
+            .await?;
         let (visible, upper_tag) = match &current {
             Current::Upper(tag) => (Some(tag), Some(tag)),
             Current::WhitedOut(tag) => (None, Some(tag)),
@@ -131,9 +136,10 @@ impl OverlayStore {
     }
 
     pub async fn list(&self, rel: &[String]) -> Result<Listing, Fail> {
+        let mut whited_out = false;
         if !rel.is_empty() {
             match self.upper.get(rel).await? {
-                Some(f) if is_whiteout(&f) => return Err(Fail::NotFound),
+                Some(f) if is_whiteout(&f) => whited_out = true,
                 Some(f) => {
                     return Ok(Listing::File(RawEntry {
                         name: rel.last().cloned().unwrap_or_default(),
@@ -145,7 +151,12 @@ impl OverlayStore {
             }
         }
         let upper = self.upper.raw_dir(rel).await?;
+        if whited_out && !upper.has_live() {
+            return Err(Fail::NotFound);
+        }
+        // Under a whited-out name only the upper layer counts.
         let lower = match self.lower.list(rel) {
+            _ if whited_out => Vec::new(),
             Ok(Listing::Directory(entries)) => entries,
             Ok(Listing::File(entry)) => return Ok(Listing::File(entry)),
             Err(Fail::NotFound) if rel.is_empty() || upper.has_live() => Vec::new(),

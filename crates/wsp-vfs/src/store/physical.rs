@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use wsp_types::ETag;
 
 use super::{
     EntryKind, Fail, FileBytes, Listing, RawEntry, Walk, WalkedFile, WriteCondition, Written,
@@ -215,7 +216,7 @@ impl PhysicalStore {
             return Err(Fail::TooLarge { max: max_bytes });
         }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
-        file.take(max_bytes + 1)
+        file.take(max_bytes.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| classify(&e))?;
         if bytes.len() as u64 > max_bytes {
@@ -250,8 +251,9 @@ impl PhysicalStore {
                 file.read_to_end(&mut bytes).map_err(|e| classify(&e))?;
                 Some(content_etag(&bytes))
             }
-            // The etag's value does not matter for these conditions, only its presence.
-            (Some(_), _) => Some(content_etag(b"")),
+            // Other conditions look only at whether a file is there, so its content is not read
+            // (a hard-linked file may be replaced without being read).
+            (Some(_), _) => Some(ETag::from_wire("\"present\"")),
             (None, _) => None,
         };
         cond.check(current.as_ref())?;
@@ -457,9 +459,6 @@ fn classify(err: &io::Error) -> Fail {
             Fail::Escape
         }
         io::ErrorKind::PermissionDenied => Fail::HostDenied,
-        io::ErrorKind::StorageFull | io::ErrorKind::FileTooLarge | io::ErrorKind::QuotaExceeded => {
-            Fail::TooLarge { max: 0 }
-        }
         _ => Fail::Unavailable,
     }
 }

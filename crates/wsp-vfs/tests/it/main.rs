@@ -1,0 +1,11 @@
+//! Integration tests of wsp-vfs, one binary: the shared vectors, the path jail on a real disk,
+//! routing and scopes, the tools, overlays, the items profile and the filesystem map.
+
+mod items;
+mod jail;
+mod map;
+mod overlay;
+mod routing;
+mod support;
+mod tools;
+mod vectors;

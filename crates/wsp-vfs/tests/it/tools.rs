@@ -1,0 +1,562 @@
+//! The tools: the catalogue per table, reading with offsets, conditional writes, edit errors,
+//! write-only semantics and dispatch.
+
+use serde_json::json;
+use wsp_vfs::{
+    AccessScope, EditFileArgs, ErrorCode, MountConfig, ReadFileArgs, ToolName, Vfs, VfsLimits,
+    WriteFileArgs,
+};
+
+use crate::support::{Disk, vfs_with, write};
+
+fn names(vfs: &Vfs) -> Vec<String> {
+    vfs.tools().into_iter().map(|t| t.name).collect()
+}
+
+/// Workspaces as `(prefix, scope)`.
+type Table = &'static [(&'static str, AccessScope)];
+
+#[test]
+fn the_catalogue_follows_the_aggregate_scopes() {
+    use AccessScope::*;
+    let v = |ns: &str| MountConfig::virtual_namespace(ns);
+    let cases: &[(Table, &[&str])] = &[
+        (&[], &[]),
+        (&[("/a", ReadOnly)], &["ls", "read_file", "glob", "grep"]),
+        (
+            &[("/a", ReadOnly), ("/b", ReadOnly)],
+            &["ls", "read_file", "glob", "grep"],
+        ),
+        (&[("/a", WriteOnly)], &["write_file"]),
+        (
+            &[("/a", ReadOnly), ("/a/out", WriteOnly)],
+            &["ls", "read_file", "glob", "grep", "write_file"],
+        ),
+        (
+            &[("/a", ReadWrite)],
+            &[
+                "ls",
+                "read_file",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "delete_file",
+            ],
+        ),
+        (
+            &[("/a", ReadOnly), ("/a/src", ReadWrite), ("/o", WriteOnly)],
+            &[
+                "ls",
+                "read_file",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "delete_file",
+            ],
+        ),
+        (
+            &[("/a", WriteOnly), ("/b", ReadWrite)],
+            &[
+                "ls",
+                "read_file",
+                "glob",
+                "grep",
+                "write_file",
+                "edit_file",
+                "delete_file",
+            ],
+        ),
+    ];
+    for (table, expect) in cases {
+        let entries: Vec<_> = table
+            .iter()
+            .map(|(p, s)| (*p, *s, v(&p.replace('/', "x"))))
+            .collect();
+        let (vfs, _) = vfs_with(&entries);
+        assert_eq!(names(&vfs), *expect, "{table:?}");
+        for tool in ToolName::ALL {
+            assert_eq!(
+                vfs.offers(tool),
+                expect.contains(&tool.as_str()),
+                "{tool} for {table:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn tools_outside_the_catalogue_are_refused_even_by_name() {
+    let (vfs, _) = vfs_with(&[(
+        "/a",
+        AccessScope::ReadOnly,
+        MountConfig::virtual_namespace("a"),
+    )]);
+    let err = vfs
+        .call("write_file", json!({"path": "/a/x", "content": ""}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("ls, read_file, glob, grep"), "{err:?}");
+    let err = vfs
+        .call("ls", json!({"path": "/a", "recursive": true}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("unknown field"), "{err:?}");
+    let err = vfs.call("read_file", json!({})).await.unwrap_err();
+    assert!(err.message.contains("missing field `path`"), "{err:?}");
+    let err = vfs
+        .call("run_command", json!({"cmd": "ls"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+}
+
+/// Runs `check` once over a physical Mount and once over a virtual one, both at `/m` (rw).
+async fn on_both_kinds<F, Fut>(check: F)
+where
+    F: Fn(Vfs, &'static str) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let disk = Disk::new();
+    let (physical, _) = vfs_with(&[(
+        "/m",
+        AccessScope::ReadWrite,
+        MountConfig::physical(disk.root()),
+    )]);
+    check(physical, "physical").await;
+    let (virt, _) = vfs_with(&[(
+        "/m",
+        AccessScope::ReadWrite,
+        MountConfig::virtual_namespace("m"),
+    )]);
+    check(virt, "virtual").await;
+}
+
+#[tokio::test]
+async fn read_file_numbers_lines_and_pages() {
+    on_both_kinds(|vfs, kind| async move {
+        write(&vfs, "/m/five.txt", "one\ntwo\nthree\nfour\nfive\n").await;
+        let read = |offset, limit| {
+            let vfs = &vfs;
+            async move {
+                vfs.read_file(ReadFileArgs {
+                    path: "/m/five.txt".into(),
+                    offset,
+                    limit,
+                })
+                .await
+            }
+        };
+        let all = read(None, None).await.unwrap();
+        assert_eq!(
+            (all.total_lines, all.start_line, all.lines.len(), all.more),
+            (5, 1, 5, false),
+            "{kind}"
+        );
+        let page = read(Some(2), Some(2)).await.unwrap();
+        assert_eq!(page.lines, ["two", "three"], "{kind}");
+        assert!(page.more);
+        let text = wsp_vfs::ToolResult::render(&page);
+        assert!(
+            text.starts_with(
+                "     2\ttwo\n     3\tthree\n(lines 2-3 of 5; continue with offset=4; etag \""
+            ),
+            "{kind}: {text}"
+        );
+        assert_eq!(
+            read(Some(0), Some(1)).await.unwrap().lines,
+            ["one"],
+            "{kind}"
+        );
+        let past = read(Some(9), None).await.unwrap();
+        assert!(past.lines.is_empty() && !past.more, "{kind}");
+        assert!(wsp_vfs::ToolResult::render(&past).contains("offset 9 is past the end"));
+        assert_eq!(
+            read(None, Some(0)).await.unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+        write(&vfs, "/m/empty.txt", "").await;
+        let empty = vfs
+            .read_file(ReadFileArgs {
+                path: "/m/empty.txt".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(
+            wsp_vfs::ToolResult::render(&empty).contains("is empty"),
+            "{kind}"
+        );
+        assert_eq!(
+            all.etag,
+            vfs.read_file(ReadFileArgs {
+                path: "/m/five.txt".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .etag
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn long_lines_are_cut_and_big_files_refused() {
+    let disk = Disk::new();
+    disk.write("R/long.txt", &format!("{}\nshort\n", "é".repeat(3000)));
+    disk.write("R/big.txt", &"x".repeat(8001));
+    let limits = VfsLimits {
+        max_read_bytes: 8000,
+        max_write_bytes: 10,
+        ..VfsLimits::default()
+    };
+    let table = wsp_vfs::MountTable::builder()
+        .workspace(wsp_vfs::WorkspaceConfig::new(
+            "/ws",
+            AccessScope::ReadWrite,
+            MountConfig::physical(disk.root()),
+        ))
+        .build()
+        .unwrap();
+    let vfs = Vfs::builder(table).limits(limits).build().unwrap();
+    let read = vfs
+        .read_file(ReadFileArgs {
+            path: "/ws/long.txt".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        read.lines[0].ends_with("… [line cut: 1000 more characters]"),
+        "{}",
+        &read.lines[0][3900..]
+    );
+    assert_eq!(read.lines[1], "short");
+    let err = vfs
+        .read_file(ReadFileArgs {
+            path: "/ws/big.txt".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert!(err.message.contains("use grep"), "{err:?}");
+    let err = vfs
+        .call(
+            "write_file",
+            json!({"path": "/ws/w.txt", "content": "01234567890"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::TooLarge);
+}
+
+#[tokio::test]
+async fn stale_etags_and_create_only_conflict() {
+    on_both_kinds(|vfs, kind| async move {
+        let first = vfs
+            .write_file(WriteFileArgs {
+                path: "/m/a.md".into(),
+                content: "v1\n".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(first.created, Some(true), "{kind}");
+        let etag = vfs
+            .read_file(ReadFileArgs {
+                path: "/m/a.md".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .etag;
+        assert_eq!(
+            Some(&etag),
+            first.etag.as_ref(),
+            "{kind}: write and read agree on the etag"
+        );
+        let cond = |content: &str, if_match: &str| WriteFileArgs {
+            path: "/m/a.md".into(),
+            content: content.into(),
+            if_match: Some(if_match.into()),
+            create_only: false,
+        };
+        let second = vfs.write_file(cond("v2\n", &etag)).await.unwrap();
+        assert_eq!(second.created, Some(false));
+        // The etag from before the second write is now stale.
+        let err = vfs.write_file(cond("v3\n", &etag)).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::Conflict, "{kind}");
+        assert!(
+            err.message
+                .contains("changed since you read it; read it again"),
+            "{err:?}"
+        );
+        // Unquoted etags are accepted too.
+        let fresh = second.etag.unwrap();
+        vfs.write_file(cond("v3\n", fresh.trim_matches('"')))
+            .await
+            .unwrap();
+        let edit = EditFileArgs {
+            path: "/m/a.md".into(),
+            old_string: "v3".into(),
+            new_string: "v4".into(),
+            if_match: Some(fresh),
+            ..Default::default()
+        };
+        assert_eq!(
+            vfs.edit_file(edit).await.unwrap_err().code,
+            ErrorCode::Conflict,
+            "{kind}: edit with a stale etag"
+        );
+        // if_match on a file that does not exist.
+        let err = vfs
+            .write_file(WriteFileArgs {
+                path: "/m/none.md".into(),
+                content: "x".into(),
+                if_match: Some("\"e\"".into()),
+                create_only: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Conflict, "{kind}");
+        let create = |path: &str| WriteFileArgs {
+            path: path.into(),
+            content: "new".into(),
+            if_match: None,
+            create_only: true,
+        };
+        assert_eq!(
+            vfs.write_file(create("/m/a.md")).await.unwrap_err().code,
+            ErrorCode::Conflict,
+            "{kind}"
+        );
+        assert_eq!(
+            vfs.write_file(create("/m/b.md")).await.unwrap().created,
+            Some(true),
+            "{kind}"
+        );
+        assert_eq!(
+            crate::support::read(&vfs, "/m/a.md").await.unwrap(),
+            "v3",
+            "{kind}: refused writes changed nothing"
+        );
+        let both = WriteFileArgs {
+            path: "/m/c.md".into(),
+            content: "x".into(),
+            if_match: Some("\"e\"".into()),
+            create_only: true,
+        };
+        assert_eq!(
+            vfs.write_file(both).await.unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn edit_file_errors_tell_the_model_what_to_do() {
+    on_both_kinds(|vfs, kind| async move {
+        write(&vfs, "/m/code.rs", "let a = 1;\nlet b = 1;\nlet c = 2;\n").await;
+        let edit = |old: &str, new: &str, replace_all: bool| EditFileArgs {
+            path: "/m/code.rs".into(),
+            old_string: old.into(),
+            new_string: new.into(),
+            replace_all,
+            if_match: None,
+        };
+        let cases: &[(EditFileArgs, ErrorCode, &str)] = &[
+            (edit("let d", "x", false), ErrorCode::InvalidArgument, "was not found in /m/code.rs. Read the file again"),
+            (edit("= 1;", "= 3;", false), ErrorCode::InvalidArgument, "occurs 2 times in /m/code.rs (at lines 1, 2); include more"),
+            (edit("", "x", false), ErrorCode::InvalidArgument, "old_string is empty"),
+            (edit("a", "a", false), ErrorCode::InvalidArgument, "the same"),
+        ];
+        for (args, code, message) in cases {
+            let err = vfs.edit_file(args.clone()).await.unwrap_err();
+            assert_eq!(err.code, *code, "{kind} {args:?}");
+            assert!(err.message.contains(message), "{kind}: {:?} lacks {message:?}", err.message);
+        }
+        let one = vfs.edit_file(edit("let c = 2;", "let c = 3;", false)).await.unwrap();
+        assert_eq!(one.replacements, 1);
+        let all = vfs.edit_file(edit("= 1;", "= 9;", true)).await.unwrap();
+        assert_eq!(all.replacements, 2);
+        assert_eq!(crate::support::read(&vfs, "/m/code.rs").await.unwrap(), "let a = 9;\nlet b = 9;\nlet c = 3;");
+        let missing = EditFileArgs { path: "/m/none.rs".into(), ..edit("a", "b", false) };
+        assert_eq!(vfs.edit_file(missing).await.unwrap_err().code, ErrorCode::NotFound);
+        let text = vfs.call("edit_file", json!({"path": "/m/code.rs", "old_string": "9", "new_string": "8", "replace_all": true})).await.unwrap().text;
+        assert!(text.starts_with("replaced 2 occurrences in /m/code.rs; etag "), "{text}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn delete_file_and_directories() {
+    on_both_kinds(|vfs, kind| async move {
+        write(&vfs, "/m/d/x.md", "x").await;
+        assert_eq!(
+            vfs.call("delete_file", json!({"path": "/m/d"}))
+                .await
+                .unwrap_err()
+                .code,
+            ErrorCode::IsDirectory,
+            "{kind}"
+        );
+        assert_eq!(
+            vfs.call("read_file", json!({"path": "/m/d"}))
+                .await
+                .unwrap_err()
+                .code,
+            ErrorCode::IsDirectory,
+            "{kind}"
+        );
+        assert_eq!(
+            vfs.call("write_file", json!({"path": "/m/d", "content": ""}))
+                .await
+                .unwrap_err()
+                .code,
+            ErrorCode::IsDirectory,
+            "{kind}"
+        );
+        assert_eq!(
+            vfs.call("write_file", json!({"path": "/m/d/x.md/y", "content": ""}))
+                .await
+                .unwrap_err()
+                .code,
+            ErrorCode::InvalidPath,
+            "{kind}"
+        );
+        let out = vfs
+            .call("delete_file", json!({"path": "/m/d/x.md"}))
+            .await
+            .unwrap();
+        assert_eq!(out.text, "deleted /m/d/x.md\n");
+        assert_eq!(
+            vfs.call("delete_file", json!({"path": "/m/d/x.md"}))
+                .await
+                .unwrap_err()
+                .code,
+            ErrorCode::NotFound,
+            "{kind}"
+        );
+        assert_eq!(
+            vfs.call("read_file", json!({"path": "/m/d/x.md"}))
+                .await
+                .unwrap_err()
+                .code,
+            ErrorCode::NotFound,
+            "{kind}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn write_only_creates_and_overwrites_without_revealing_anything() {
+    let disk = Disk::new();
+    for mount in [
+        MountConfig::physical(disk.root()),
+        MountConfig::virtual_namespace("out"),
+    ] {
+        let (vfs, _) = vfs_with(&[("/out", AccessScope::WriteOnly, mount.clone())]);
+        let first = vfs
+            .call("write_file", json!({"path": "/out/r.md", "content": "one"}))
+            .await
+            .unwrap();
+        let again = vfs
+            .call("write_file", json!({"path": "/out/r.md", "content": "two"}))
+            .await
+            .unwrap();
+        // Same shape whether the file existed: no etag, no created flag.
+        assert_eq!(first.text, "wrote 3 bytes to /out/r.md\n", "{mount:?}");
+        assert_eq!(again.text, first.text);
+        assert_eq!(first.structured, json!({"path": "/out/r.md", "size": 3}));
+        let err = vfs
+            .call(
+                "write_file",
+                json!({"path": "/out/r.md", "content": "x", "if_match": "\"e\""}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::PermissionDenied);
+        // create_only must say that the one name it was given exists; nothing more.
+        let err = vfs
+            .call(
+                "write_file",
+                json!({"path": "/out/r.md", "content": "x", "create_only": true}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Conflict);
+        assert!(
+            !err.message.contains("two") && !err.message.contains("version"),
+            "{err:?}"
+        );
+        for (tool, args) in [
+            ("read_file", json!({"path": "/out/r.md"})),
+            ("ls", json!({"path": "/out"})),
+            (
+                "edit_file",
+                json!({"path": "/out/r.md", "old_string": "two", "new_string": "x"}),
+            ),
+            ("delete_file", json!({"path": "/out/r.md"})),
+        ] {
+            let err = vfs.call(tool, args).await.unwrap_err();
+            assert_eq!(
+                err.code,
+                ErrorCode::InvalidArgument,
+                "{tool} is not even offered"
+            );
+        }
+        assert_eq!(
+            vfs.ls("/out").await.unwrap_err().code,
+            ErrorCode::PermissionDenied
+        );
+        let read = vfs
+            .read_file(ReadFileArgs {
+                path: "/out/r.md".into(),
+                ..Default::default()
+            })
+            .await;
+        assert_eq!(read.unwrap_err().code, ErrorCode::PermissionDenied);
+        let glob = vfs
+            .glob(wsp_vfs::GlobArgs {
+                pattern: "**".into(),
+                path: None,
+            })
+            .await;
+        assert_eq!(glob.unwrap_err().code, ErrorCode::PermissionDenied);
+    }
+    assert_eq!(std::fs::read_to_string(disk.path("R/r.md")).unwrap(), "two");
+}
+
+#[tokio::test]
+async fn virtual_names_follow_the_store_rules() {
+    let (vfs, _) = vfs_with(&[(
+        "/v",
+        AccessScope::ReadWrite,
+        MountConfig::virtual_namespace("v"),
+    )]);
+    let err = vfs
+        .call("write_file", json!({"path": "/v/.env", "content": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidPath);
+    assert!(err.message.contains("ASCII letters"), "{err:?}");
+    write(&vfs, "/v/report..final.md", "ok").await;
+    assert_eq!(
+        crate::support::read(&vfs, "/v/report..final.md")
+            .await
+            .unwrap(),
+        "ok"
+    );
+    let err = vfs
+        .call("read_file", json!({"path": "/v/.env"}))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidPath);
+}

@@ -613,6 +613,13 @@ impl Vfs {
     }
 
     /// `write_file`: create or replace a whole file, optionally conditional.
+    ///
+    /// On a write-only Workspace the result carries neither the etag nor whether the file was
+    /// created, so two writes answer alike whether or not the file existed; `if_match` is refused
+    /// (it would test the current content); `create_only` on an existing file is a `conflict`,
+    /// which tells the agent that the one name it chose exists and nothing else (no content, no
+    /// version, no other name). The alternatives, overwriting or pretending success, would break
+    /// what `create_only` promises.
     pub async fn write_file(&self, args: WriteFileArgs) -> Result<FileWritten, VfsError> {
         let (path, ws, rel) =
             self.authorize_file(&args.path, Operation::Write, ToolName::WriteFile)?;

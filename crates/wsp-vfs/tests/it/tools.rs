@@ -560,3 +560,19 @@ async fn virtual_names_follow_the_store_rules() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidPath);
 }
+
+#[test]
+fn the_filesystem_and_its_calls_can_cross_tasks() {
+    fn shared<T: Send + Sync>() {}
+    fn send<T: Send>(_: &T) {}
+    shared::<Vfs>();
+    shared::<wsp_vfs::ItemsProfile>();
+    let (vfs, _) = vfs_with(&[(
+        "/m",
+        AccessScope::ReadWrite,
+        MountConfig::virtual_namespace("m"),
+    )]);
+    send(&vfs.call("grep", json!({"pattern": "x"})));
+    send(&vfs.glob(wsp_vfs::GlobArgs::default()));
+    send(&vfs.edit_file(EditFileArgs::default()));
+}

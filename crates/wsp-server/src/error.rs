@@ -106,6 +106,10 @@ impl ApiError {
                 )
                 .with_detail("correlationId", id)
             }
+            StoreError::Unsupported(what) => Self::new(
+                ErrorCode::CapabilityNotProvided,
+                format!("this host's store does not support {what}"),
+            ),
             StoreError::Internal(cause) => Self::internal(&cause),
         }
     }

@@ -17,6 +17,12 @@ use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
 
+fn names(v: Vec<crate::FileMeta>) -> Vec<(String, u64)> {
+    v.into_iter()
+        .map(|m| (m.path.into_string(), m.version))
+        .collect()
+}
+
 /// Expands to one `#[tokio::test]` per battery case, each calling `make(limits)` for a fresh store.
 #[macro_export]
 macro_rules! battery_tests {
@@ -38,7 +44,13 @@ macro_rules! battery_tests {
             list_prefix_and_byte_order,
             racing_conditional_writers_have_one_winner_per_version,
             racing_creators_have_one_winner,
-            concurrent_readers_see_whole_versions
+            concurrent_readers_see_whole_versions,
+            snapshots_see_the_moment_they_were_taken,
+            snapshots_outlive_retention_until_released,
+            snapshots_belong_to_their_owner,
+            the_feed_records_every_change_in_order,
+            the_feed_is_per_owner_and_gap_free_under_races,
+            subscribers_hear_of_commits
         );
     };
     (@each $make:expr; $($name:ident),*) => {
@@ -712,4 +724,279 @@ where
     while let Some(r) = readers.join_next().await {
         r.unwrap();
     }
+}
+
+/// A snapshot reads the live files of its moment, whatever happens afterwards.
+pub async fn snapshots_see_the_moment_they_were_taken<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let empty = s.snapshot(&a, "before anything").await.unwrap();
+    assert_eq!(empty.seq, 0);
+    put(&s, &a, "a.md", "a1").await;
+    put(&s, &a, "b.md", "b1").await;
+    let snap = s.snapshot(&a, "run 1").await.unwrap();
+    assert_eq!(snap.seq, 2);
+    assert_eq!(snap.label, "run 1");
+    put(&s, &a, "a.md", "a2").await;
+    s.delete(&a, &path("b.md"), Precondition::None)
+        .await
+        .unwrap();
+    put(&s, &a, "c.md", "c1").await;
+    s.delete(&a, &path("a.md"), Precondition::None)
+        .await
+        .unwrap();
+    put(&s, &a, "a.md", "a new life").await;
+    put(&s, &a, "b.md", "b new life").await;
+    assert_eq!(
+        names(s.list_at(&a, &snap.id, &all()).await.unwrap()),
+        [("a.md".into(), 1), ("b.md".into(), 1)]
+    );
+    assert_eq!(
+        s.get_at(&a, &snap.id, &path("a.md")).await.unwrap().content,
+        "a1"
+    );
+    assert_eq!(
+        s.get_at(&a, &snap.id, &path("b.md")).await.unwrap().content,
+        "b1"
+    );
+    assert_eq!(
+        s.get_at(&a, &snap.id, &path("c.md")).await,
+        Err(StoreError::NotFound)
+    );
+    assert!(s.list_at(&a, &empty.id, &all()).await.unwrap().is_empty());
+    // The live view moved on.
+    assert_eq!(
+        names(s.list(&a, &all()).await.unwrap()),
+        [("a.md".into(), 1), ("b.md".into(), 1), ("c.md".into(), 1)]
+    );
+    assert_eq!(
+        s.get(&a, &path("a.md"), None).await.unwrap().content,
+        "a new life"
+    );
+    let next = s.snapshot(&a, "run 2").await.unwrap();
+    assert_eq!(
+        s.get_at(&a, &next.id, &path("a.md")).await.unwrap().content,
+        "a new life"
+    );
+    let released = s.release_snapshot(&a, &snap.id, "completed").await.unwrap();
+    assert_eq!(
+        released.released.as_ref().map(|r| r.1.as_str()),
+        Some("completed")
+    );
+    let again = s.release_snapshot(&a, &snap.id, "cancelled").await.unwrap();
+    assert_eq!(again.released, released.released, "the first outcome stays");
+    assert_eq!(
+        s.list_at(&a, &snap.id, &all()).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.get_at(&a, &snap.id, &path("a.md")).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.snapshot_info(&a, &snap.id).await.unwrap().released,
+        released.released
+    );
+    assert_eq!(
+        s.get_at(&a, &next.id, &path("b.md")).await.unwrap().content,
+        "b new life"
+    );
+}
+
+/// Versions a snapshot can see are kept past `max_versions` until it is released; history
+/// still shows only the retained versions.
+pub async fn snapshots_outlive_retention_until_released<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(small()).await;
+    let a = owner("a");
+    put(&s, &a, "r.md", "pinned").await;
+    let snap = s.snapshot(&a, "").await.unwrap();
+    for i in 2..=9 {
+        put(&s, &a, "r.md", &format!("v{i}")).await;
+    }
+    assert_eq!(
+        s.get_at(&a, &snap.id, &path("r.md")).await.unwrap().content,
+        "pinned"
+    );
+    let h = s.history(&a, &path("r.md")).await.unwrap();
+    assert_eq!(
+        h.iter().map(|m| m.version).collect::<Vec<_>>(),
+        vec![9, 8, 7]
+    );
+    assert_eq!(
+        s.get(&a, &path("r.md"), Some(1)).await,
+        Err(StoreError::NotFound)
+    );
+    // Deleted under a snapshot: still visible through it.
+    s.delete(&a, &path("r.md"), Precondition::None)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.get_at(&a, &snap.id, &path("r.md")).await.unwrap().content,
+        "pinned"
+    );
+    s.release_snapshot(&a, &snap.id, "completed").await.unwrap();
+    assert_eq!(
+        s.get(&a, &path("r.md"), None).await,
+        Err(StoreError::NotFound)
+    );
+    let fresh = put(&s, &a, "r.md", "again").await;
+    assert_eq!(fresh.meta.version, 1);
+}
+
+/// Another owner's snapshot answers exactly like an unknown one.
+pub async fn snapshots_belong_to_their_owner<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let (a, b) = (owner("a"), owner("b"));
+    put(&s, &a, "secret.md", "A").await;
+    let snap = s.snapshot(&a, "").await.unwrap();
+    assert_eq!(
+        s.snapshot_info(&b, &snap.id).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.list_at(&b, &snap.id, &all()).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.get_at(&b, &snap.id, &path("secret.md")).await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.release_snapshot(&b, &snap.id, "x").await,
+        Err(StoreError::NotFound)
+    );
+    assert_eq!(
+        s.snapshot_info(&a, "0123456789abcdef0123456789abcdef")
+            .await,
+        Err(StoreError::NotFound)
+    );
+    assert!(
+        s.snapshot_info(&a, &snap.id)
+            .await
+            .unwrap()
+            .released
+            .is_none()
+    );
+}
+
+/// Every write and delete appends one event, in commit order, with the wire's version.
+pub async fn the_feed_records_every_change_in_order<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let start = s.changes(&a, 0, 100).await.unwrap();
+    assert_eq!((start.events.len(), start.head, start.oldest), (0, 0, 1));
+    put(&s, &a, "a.md", "1").await;
+    put(&s, &a, "a.md", "2").await;
+    put(&s, &a, "b.md", "1").await;
+    s.delete(&a, &path("a.md"), Precondition::None)
+        .await
+        .unwrap();
+    put(&s, &a, "a.md", "new").await;
+    // Refused operations leave no trace in the feed.
+    let _ = s
+        .put(
+            &a,
+            &path("b.md"),
+            FileWrite::markdown("x"),
+            Precondition::IfNoneMatchAny,
+        )
+        .await;
+    let _ = s.delete(&a, &path("zz.md"), Precondition::None).await;
+    let page = s.changes(&a, 0, 100).await.unwrap();
+    let got: Vec<(u64, &str, u64, bool)> = page
+        .events
+        .iter()
+        .map(|e| (e.seq, e.path.as_str(), e.version, e.deleted))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, "a.md", 1, false),
+            (2, "a.md", 2, false),
+            (3, "b.md", 1, false),
+            (4, "a.md", 3, true),
+            (5, "a.md", 1, false)
+        ]
+    );
+    assert_eq!((page.head, page.oldest), (5, 1));
+    let tail = s.changes(&a, 3, 1).await.unwrap();
+    assert_eq!(tail.events.iter().map(|e| e.seq).collect::<Vec<_>>(), [4]);
+    assert!(s.changes(&a, 5, 10).await.unwrap().events.is_empty());
+}
+
+/// Racing writers get gap-free sequence numbers; another owner's feed never shows them.
+pub async fn the_feed_is_per_owner_and_gap_free_under_races<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = Arc::new(make(Limits::default()).await);
+    let (a, b) = (owner("a"), owner("b"));
+    put(&*s, &b, "b.md", "b").await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..8 {
+        let (s, a) = (s.clone(), a.clone());
+        tasks.spawn(async move {
+            for i in 0..10 {
+                put(&*s, &a, &format!("f{}.md", (t + i) % 5), "x").await;
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+    }
+    let page = s.changes(&a, 0, 1000).await.unwrap();
+    assert_eq!(
+        page.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=80).collect::<Vec<_>>()
+    );
+    assert!(page.events.iter().all(|e| e.path.as_str() != "b.md"));
+    let b_page = s.changes(&b, 0, 1000).await.unwrap();
+    assert_eq!(b_page.events.len(), 1);
+    assert_eq!(b_page.head, 1);
+}
+
+/// A subscriber hears of a commit after it is readable.
+pub async fn subscribers_hear_of_commits<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let a = owner("a");
+    let mut rx = s.subscribe().expect("wsp backends notify subscribers");
+    put(&s, &a, "a.md", "1").await;
+    let notice = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .expect("a notice arrives")
+        .expect("the channel is open");
+    assert_eq!(notice.owner, a);
+    assert_eq!(notice.seq, 1);
+    let page = s.changes(&a, 0, 10).await.unwrap();
+    assert_eq!(
+        page.head, 1,
+        "the change is readable when the notice arrives"
+    );
 }

@@ -136,6 +136,68 @@ pub struct Deleted {
     pub version: u64,
 }
 
+/// A pinned point in an owner's change sequence: reads through it see exactly the live files
+/// of that moment, whatever is written, deleted or re-created afterwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotInfo {
+    /// Opaque id (32 hex digits).
+    pub id: String,
+    /// The owner's change sequence number it pins (0: before any change).
+    pub seq: u64,
+    /// Free text the creator attached (a host stores run metadata here).
+    pub label: String,
+    /// When it was taken.
+    pub created_at: DateTime<Utc>,
+    /// When and why it was released; a released snapshot can no longer be read.
+    pub released: Option<(DateTime<Utc>, String)>,
+}
+
+/// One committed change in an owner's feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeEvent {
+    /// The owner's change sequence number (1, 2, ...; gap-free within an owner).
+    pub seq: u64,
+    /// The path written or deleted.
+    pub path: WorkspacePath,
+    /// The new version, or for a delete the tombstone's (last version plus one).
+    pub version: u64,
+    /// Whether this change is a delete.
+    pub deleted: bool,
+    /// When it committed.
+    pub at: DateTime<Utc>,
+}
+
+/// A slice of an owner's change feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangePage {
+    /// Changes with `seq` after the requested position, oldest first.
+    pub events: Vec<ChangeEvent>,
+    /// The oldest sequence number still retained (`head + 1` when none is).
+    pub oldest: u64,
+    /// The newest committed sequence number (0 before any change).
+    pub head: u64,
+}
+
+/// "Something committed for this owner at this sequence number": a wake-up call for feed
+/// readers, who then read the changes themselves with [`WorkspaceStore::changes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeNotice {
+    /// Whose feed moved.
+    pub owner: Owner,
+    /// The newest sequence number.
+    pub seq: u64,
+}
+
+/// Changes each owner's feed retains by default.
+pub const DEFAULT_FEED_RETENTION: u64 = 10_000;
+
+/// A fresh snapshot id: 128 random bits as 32 hex digits.
+pub fn new_snapshot_id() -> String {
+    let mut buf = [0u8; 16];
+    getrandom::fill(&mut buf).expect("the operating system's random source is available");
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Why a store call failed. HTTP-free: the server maps it to the wire once, at the edge.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
@@ -159,6 +221,9 @@ pub enum StoreError {
     /// The backend cannot be reached right now; the caller may retry.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The backend does not offer this capability (snapshots, the change feed).
+    #[error("the store does not support {0}")]
+    Unsupported(&'static str),
     /// An unexpected backend failure (the text is for logs, never for clients).
     #[error("store failure: {0}")]
     Internal(String),
@@ -216,6 +281,75 @@ pub trait WorkspaceStore: Send + Sync + 'static {
         owner: &'a Owner,
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, Vec<FileMeta>>;
+
+    /// Pins the owner's current change sequence. Costs the same for 10 files or 100,000: it
+    /// copies nothing. Versions it can see are kept until it is released.
+    ///
+    /// This and the other snapshot and feed methods are optional for third-party stores: the
+    /// defaults answer [`StoreError::Unsupported`], and a host then does not offer runs or the
+    /// change feed. Every wsp backend implements them and runs their part of the battery.
+    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let _ = (owner, label);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// A snapshot's record, released or not; `NotFound` for an unknown id or another owner's.
+    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let _ = (owner, id);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// Releases a snapshot (idempotent: releasing twice keeps the first outcome).
+    fn release_snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        let _ = (owner, id, outcome);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// [`list`](Self::list) as of an open snapshot; `NotFound` when it is unknown or released.
+    fn list_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        let _ = (owner, snapshot, prefix);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// [`get`](Self::get) of the live file as of an open snapshot.
+    fn get_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, StoredFile> {
+        let _ = (owner, snapshot, path);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// Up to `limit` changes of the owner's feed after sequence number `after`.
+    fn changes<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, ChangePage> {
+        let _ = (owner, after, limit);
+        Box::pin(async { Err(StoreError::Unsupported("the change feed")) })
+    }
+
+    /// Notices of committed changes, for every owner (filter by [`ChangeNotice::owner`]).
+    /// A receiver that lags loses notices, never changes: it re-reads with
+    /// [`changes`](Self::changes). `None` (the default): the store cannot notify, and feed
+    /// readers poll [`changes`](Self::changes).
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<ChangeNotice>> {
+        None
+    }
 }
 
 /// A fresh value identifying a new life of a path, so that etags never repeat after a delete.

@@ -4,44 +4,126 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 
 use chrono::Utc;
+use tokio::sync::broadcast;
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::{
-    Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError, StoreFuture, StoredFile,
-    WorkspaceStore, check_file_size, new_life_id,
+    ChangeEvent, ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
+    Limits, Precondition, SnapshotInfo, StoreError, StoreFuture, StoredFile, WorkspaceStore,
+    check_file_size, new_life_id, new_snapshot_id,
 };
 
 /// A [`WorkspaceStore`] held in process memory; everything is lost when it is dropped.
 ///
 /// Each owner has its own lock, so one owner's writes never block another owner's reads, and
 /// locks are held only for the in-memory update (never across an `.await`).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
     limits: Limits,
-    owners: RwLock<HashMap<Owner, Arc<RwLock<OwnerFiles>>>>,
+    feed_retention: u64,
+    owners: RwLock<HashMap<Owner, Arc<RwLock<OwnerState>>>>,
+    notices: broadcast::Sender<ChangeNotice>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new(Limits::default())
+    }
 }
 
 #[derive(Debug, Default)]
-struct OwnerFiles {
-    paths: BTreeMap<WorkspacePath, PathState>,
+struct OwnerState {
+    seq: u64,
     live: u64,
+    paths: BTreeMap<WorkspacePath, PathState>,
+    feed: VecDeque<ChangeEvent>,
+    snapshots: HashMap<String, SnapshotInfo>,
 }
 
-#[derive(Debug)]
-struct PathState {
+/// One stored row of a path: a version or a tombstone, in commit order.
+#[derive(Debug, Clone)]
+struct Row {
+    seq: u64,
     life: u64,
-    /// Retained versions of the current life, oldest first; the last one is the newest.
-    versions: VecDeque<StoredFile>,
-    /// `Some(v)`: tombstoned at version `v`.
-    tombstone: Option<u64>,
+    /// `None`: the tombstone of a delete.
+    file: Option<StoredFile>,
+}
+
+#[derive(Debug, Default)]
+struct PathState {
+    rows: Vec<Row>,
 }
 
 impl PathState {
     fn live(&self) -> Option<&StoredFile> {
-        if self.tombstone.is_some() {
-            None
-        } else {
-            self.versions.back()
+        self.rows.last().and_then(|r| r.file.as_ref())
+    }
+
+    fn live_life(&self) -> Option<u64> {
+        self.rows
+            .last()
+            .filter(|r| r.file.is_some())
+            .map(|r| r.life)
+    }
+
+    /// The live file as of sequence number `seq`.
+    fn at(&self, seq: u64) -> Option<&StoredFile> {
+        self.rows
+            .iter()
+            .rev()
+            .find(|r| r.seq <= seq)
+            .and_then(|r| r.file.as_ref())
+    }
+
+    /// Drops every row that neither history (the newest `keep` versions of the live life) nor
+    /// an open snapshot (the newest row at or before its seq) can still see.
+    fn prune(&mut self, keep: u64, pinned: &[u64]) {
+        let live_life = self.live_life();
+        let n = self.rows.len();
+        let mut needed = vec![false; n];
+        if let Some(last) = needed.last_mut() {
+            *last = true;
+        }
+        let mut kept = 0;
+        for (i, row) in self.rows.iter().enumerate().rev() {
+            if Some(row.life) == live_life && row.file.is_some() && kept < keep {
+                needed[i] = true;
+                kept += 1;
+            }
+        }
+        for &s in pinned {
+            if let Some(i) = self.rows.iter().rposition(|r| r.seq <= s) {
+                needed[i] = true;
+            }
+        }
+        let mut i = 0;
+        self.rows.retain(|_| {
+            i += 1;
+            needed[i - 1]
+        });
+    }
+}
+
+impl OwnerState {
+    fn pinned(&self) -> Vec<u64> {
+        self.snapshots
+            .values()
+            .filter(|s| s.released.is_none())
+            .map(|s| s.seq)
+            .collect()
+    }
+
+    fn record(&mut self, event: ChangeEvent, retention: u64) {
+        self.feed.push_back(event);
+        while self.feed.len() as u64 > retention {
+            self.feed.pop_front();
+        }
+    }
+
+    fn open_snapshot(&self, id: &str) -> Result<u64, StoreError> {
+        match self.snapshots.get(id) {
+            Some(s) if s.released.is_none() => Ok(s.seq),
+            _ => Err(StoreError::NotFound),
         }
     }
 }
@@ -49,13 +131,22 @@ impl PathState {
 impl MemoryStore {
     /// An empty store with the given limits.
     pub fn new(limits: Limits) -> Self {
+        let (notices, _) = broadcast::channel(1024);
         Self {
             limits,
+            feed_retention: DEFAULT_FEED_RETENTION,
             owners: RwLock::default(),
+            notices,
         }
     }
 
-    fn owner(&self, owner: &Owner) -> Option<Arc<RwLock<OwnerFiles>>> {
+    /// The same store keeping only the last `n` changes of each owner's feed.
+    pub fn with_feed_retention(mut self, n: u64) -> Self {
+        self.feed_retention = n.max(1);
+        self
+    }
+
+    fn owner(&self, owner: &Owner) -> Option<Arc<RwLock<OwnerState>>> {
         self.owners
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -63,49 +154,31 @@ impl MemoryStore {
             .cloned()
     }
 
-    fn owner_or_insert(&self, owner: &Owner) -> Arc<RwLock<OwnerFiles>> {
-        if let Some(files) = self.owner(owner) {
-            return files;
+    fn owner_or_insert(&self, owner: &Owner) -> Arc<RwLock<OwnerState>> {
+        if let Some(state) = self.owner(owner) {
+            return state;
         }
         let mut owners = self.owners.write().unwrap_or_else(|e| e.into_inner());
         owners.entry(owner.clone()).or_default().clone()
     }
 
-    fn list_sync(&self, owner: &Owner, prefix: &WorkspacePrefix) -> Vec<FileMeta> {
-        let Some(files) = self.owner(owner) else {
-            return Vec::new();
-        };
-        let files = files.read().unwrap_or_else(|e| e.into_inner());
-        files
-            .paths
-            .range::<str, _>((
-                std::ops::Bound::Included(prefix.as_str()),
-                std::ops::Bound::Unbounded,
-            ))
-            .take_while(|(path, _)| prefix.matches(path.as_str()))
-            .filter_map(|(_, state)| state.live().map(|f| f.meta.clone()))
-            .collect()
-    }
-
-    fn get_sync(
+    fn read<T>(
         &self,
         owner: &Owner,
-        path: &WorkspacePath,
-        version: Option<u64>,
-    ) -> Result<StoredFile, StoreError> {
-        let files = self.owner(owner).ok_or(StoreError::NotFound)?;
-        let files = files.read().unwrap_or_else(|e| e.into_inner());
-        let state = files.paths.get(path).ok_or(StoreError::NotFound)?;
-        let live = state.live().ok_or(StoreError::NotFound)?;
-        match version {
-            None => Ok(live.clone()),
-            Some(v) => state
-                .versions
-                .iter()
-                .find(|f| f.meta.version == v)
-                .cloned()
-                .ok_or(StoreError::NotFound),
+        f: impl FnOnce(&OwnerState) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        match self.owner(owner) {
+            Some(state) => f(&state.read().unwrap_or_else(|e| e.into_inner())),
+            None => f(&OwnerState::default()),
         }
+    }
+
+    fn notify(&self, owner: &Owner, seq: u64) {
+        // No receiver is fine: nobody is watching.
+        let _ = self.notices.send(ChangeNotice {
+            owner: owner.clone(),
+            seq,
+        });
     }
 
     fn put_sync(
@@ -116,55 +189,61 @@ impl MemoryStore {
         precondition: Precondition,
     ) -> Result<StoredFile, StoreError> {
         check_file_size(&self.limits, &write)?;
-        let files = self.owner_or_insert(owner);
-        let mut files = files.write().unwrap_or_else(|e| e.into_inner());
-        let OwnerFiles { paths, live } = &mut *files;
-        let state = paths.get(path);
-        let current = state.and_then(PathState::live);
+        let state = self.owner_or_insert(owner);
+        let mut guard = state.write().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *guard;
+        let current = st.paths.get(path).and_then(PathState::live);
         if !precondition.admits(current.map(|f| &f.meta.etag)) {
             return Err(StoreError::Conflict {
                 current_version: current.map_or(0, |f| f.meta.version),
             });
         }
-        let creating = current.is_none();
-        if creating && *live >= self.limits.max_files {
+        if current.is_none() && st.live >= self.limits.max_files {
             return Err(StoreError::TooLarge {
                 limit: LimitKind::MaxFiles,
                 max: self.limits.max_files,
             });
         }
-        let (life, version) = match current {
-            Some(f) => (state.map_or(0, |s| s.life), f.meta.version + 1),
-            None => (new_life_id(), 1),
+        let (life, version) = match (st.paths.get(path).and_then(PathState::live_life), current) {
+            (Some(life), Some(f)) => (life, f.meta.version + 1),
+            _ => (new_life_id(), 1),
         };
+        if version == 1 {
+            st.live += 1;
+        }
+        st.seq += 1;
+        let seq = st.seq;
+        let now = Utc::now();
         let stored = StoredFile {
             meta: FileMeta {
                 path: path.clone(),
                 content_type: write.content_type,
                 version,
                 etag: ETag::mint(life, version),
-                updated_at: Utc::now(),
+                updated_at: now,
                 size: write.content.len() as u64,
                 author: write.author,
             },
             content: write.content,
         };
-        let state = paths.entry(path.clone()).or_insert_with(|| PathState {
+        let pinned = st.pinned();
+        let rows = st.paths.entry(path.clone()).or_default();
+        rows.rows.push(Row {
+            seq,
             life,
-            versions: VecDeque::new(),
-            tombstone: None,
+            file: Some(stored.clone()),
         });
-        if creating {
-            // A new life: the previous life's versions are never served again.
-            state.life = life;
-            state.versions.clear();
-            state.tombstone = None;
-            *live += 1;
-        }
-        state.versions.push_back(stored.clone());
-        while state.versions.len() as u64 > self.limits.max_versions.max(1) {
-            state.versions.pop_front();
-        }
+        rows.prune(self.limits.max_versions.max(1), &pinned);
+        let event = ChangeEvent {
+            seq,
+            path: path.clone(),
+            version,
+            deleted: false,
+            at: now,
+        };
+        st.record(event, self.feed_retention);
+        drop(guard);
+        self.notify(owner, seq);
         Ok(stored)
     }
 
@@ -174,37 +253,79 @@ impl MemoryStore {
         path: &WorkspacePath,
         precondition: Precondition,
     ) -> Result<Deleted, StoreError> {
-        let files = self.owner(owner).ok_or(StoreError::NotFound)?;
-        let mut files = files.write().unwrap_or_else(|e| e.into_inner());
-        let OwnerFiles { paths, live } = &mut *files;
-        let state = paths.get_mut(path).ok_or(StoreError::NotFound)?;
-        let current = state.live().ok_or(StoreError::NotFound)?;
+        let state = self.owner(owner).ok_or(StoreError::NotFound)?;
+        let mut guard = state.write().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *guard;
+        let current = st
+            .paths
+            .get(path)
+            .and_then(PathState::live)
+            .ok_or(StoreError::NotFound)?;
         if !precondition.admits(Some(&current.meta.etag)) {
             return Err(StoreError::Conflict {
                 current_version: current.meta.version,
             });
         }
         let version = current.meta.version + 1;
-        state.tombstone = Some(version);
-        *live -= 1;
+        let life = st
+            .paths
+            .get(path)
+            .and_then(PathState::live_life)
+            .unwrap_or_default();
+        st.live -= 1;
+        st.seq += 1;
+        let seq = st.seq;
+        let pinned = st.pinned();
+        if pinned.is_empty() {
+            // Nothing can see the deleted life any more: forget the path.
+            st.paths.remove(path);
+        } else {
+            let rows = st.paths.get_mut(path).ok_or(StoreError::NotFound)?;
+            rows.rows.push(Row {
+                seq,
+                life,
+                file: None,
+            });
+            rows.prune(self.limits.max_versions.max(1), &pinned);
+        }
+        let at = Utc::now();
+        st.record(
+            ChangeEvent {
+                seq,
+                path: path.clone(),
+                version,
+                deleted: true,
+                at,
+            },
+            self.feed_retention,
+        );
+        drop(guard);
+        self.notify(owner, seq);
         Ok(Deleted { version })
     }
 
-    fn history_sync(
+    fn release_sync(
         &self,
         owner: &Owner,
-        path: &WorkspacePath,
-    ) -> Result<Vec<FileMeta>, StoreError> {
-        let files = self.owner(owner).ok_or(StoreError::NotFound)?;
-        let files = files.read().unwrap_or_else(|e| e.into_inner());
-        let state = files.paths.get(path).ok_or(StoreError::NotFound)?;
-        state.live().ok_or(StoreError::NotFound)?;
-        Ok(state
-            .versions
-            .iter()
-            .rev()
-            .map(|f| f.meta.clone())
-            .collect())
+        id: &str,
+        outcome: &str,
+    ) -> Result<SnapshotInfo, StoreError> {
+        let state = self.owner(owner).ok_or(StoreError::NotFound)?;
+        let mut guard = state.write().unwrap_or_else(|e| e.into_inner());
+        let st = &mut *guard;
+        let info = st.snapshots.get_mut(id).ok_or(StoreError::NotFound)?;
+        if info.released.is_none() {
+            info.released = Some((Utc::now(), outcome.to_owned()));
+            let info = info.clone();
+            let pinned = st.pinned();
+            let keep = self.limits.max_versions.max(1);
+            st.paths.values_mut().for_each(|p| p.prune(keep, &pinned));
+            // A deleted path that nothing can see any more is forgotten entirely.
+            st.paths
+                .retain(|_, p| p.rows.iter().any(|r| r.file.is_some()) || !pinned.is_empty());
+            return Ok(info);
+        }
+        Ok(info.clone())
     }
 }
 
@@ -218,7 +339,8 @@ impl WorkspaceStore for MemoryStore {
         owner: &'a Owner,
         prefix: &'a WorkspacePrefix,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
-        Box::pin(async move { Ok(self.list_sync(owner, prefix)) })
+        let result = self.read(owner, |st| Ok(list_where(st, prefix, |p| p.live())));
+        Box::pin(async move { result })
     }
 
     fn get<'a>(
@@ -227,7 +349,31 @@ impl WorkspaceStore for MemoryStore {
         path: &'a WorkspacePath,
         version: Option<u64>,
     ) -> StoreFuture<'a, StoredFile> {
-        Box::pin(async move { self.get_sync(owner, path, version) })
+        let result = self.read(owner, |st| {
+            let state = st.paths.get(path).ok_or(StoreError::NotFound)?;
+            let live = state.live().ok_or(StoreError::NotFound)?;
+            let Some(v) = version else {
+                return Ok(live.clone());
+            };
+            // Only the retained history is served, even when a snapshot keeps older rows.
+            let oldest = live
+                .meta
+                .version
+                .saturating_sub(self.limits.max_versions.max(1) - 1);
+            if v < oldest {
+                return Err(StoreError::NotFound);
+            }
+            let life = state.live_life();
+            state
+                .rows
+                .iter()
+                .find(|r| {
+                    Some(r.life) == life && r.file.as_ref().is_some_and(|f| f.meta.version == v)
+                })
+                .and_then(|r| r.file.clone())
+                .ok_or(StoreError::NotFound)
+        });
+        Box::pin(async move { result })
     }
 
     fn put<'a>(
@@ -254,8 +400,123 @@ impl WorkspaceStore for MemoryStore {
         owner: &'a Owner,
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
-        Box::pin(async move { self.history_sync(owner, path) })
+        let result = self.read(owner, |st| {
+            let state = st.paths.get(path).ok_or(StoreError::NotFound)?;
+            let life = state.live_life().ok_or(StoreError::NotFound)?;
+            Ok(state
+                .rows
+                .iter()
+                .rev()
+                .filter(|r| r.life == life)
+                .filter_map(|r| r.file.as_ref().map(|f| f.meta.clone()))
+                .take(self.limits.max_versions.max(1) as usize)
+                .collect())
+        });
+        Box::pin(async move { result })
     }
+
+    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let state = self.owner_or_insert(owner);
+        let mut st = state.write().unwrap_or_else(|e| e.into_inner());
+        let info = SnapshotInfo {
+            id: new_snapshot_id(),
+            seq: st.seq,
+            label: label.to_owned(),
+            created_at: Utc::now(),
+            released: None,
+        };
+        st.snapshots.insert(info.id.clone(), info.clone());
+        Box::pin(async move { Ok(info) })
+    }
+
+    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let result = self.read(owner, |st| {
+            st.snapshots.get(id).cloned().ok_or(StoreError::NotFound)
+        });
+        Box::pin(async move { result })
+    }
+
+    fn release_snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        Box::pin(async move { self.release_sync(owner, id, outcome) })
+    }
+
+    fn list_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        let result = self.read(owner, |st| {
+            let seq = st.open_snapshot(snapshot)?;
+            Ok(list_where(st, prefix, |p| p.at(seq)))
+        });
+        Box::pin(async move { result })
+    }
+
+    fn get_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, StoredFile> {
+        let result = self.read(owner, |st| {
+            let seq = st.open_snapshot(snapshot)?;
+            st.paths
+                .get(path)
+                .and_then(|p| p.at(seq))
+                .cloned()
+                .ok_or(StoreError::NotFound)
+        });
+        Box::pin(async move { result })
+    }
+
+    fn changes<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, ChangePage> {
+        let result = self.read(owner, |st| {
+            let oldest = st.feed.front().map_or(st.seq + 1, |e| e.seq);
+            let events = st
+                .feed
+                .iter()
+                .filter(|e| e.seq > after)
+                .take(limit)
+                .cloned()
+                .collect();
+            Ok(ChangePage {
+                events,
+                oldest,
+                head: st.seq,
+            })
+        });
+        Box::pin(async move { result })
+    }
+
+    fn subscribe(&self) -> Option<broadcast::Receiver<ChangeNotice>> {
+        Some(self.notices.subscribe())
+    }
+}
+
+fn list_where(
+    st: &OwnerState,
+    prefix: &WorkspacePrefix,
+    visible: impl Fn(&PathState) -> Option<&StoredFile>,
+) -> Vec<FileMeta> {
+    st.paths
+        .range::<str, _>((
+            std::ops::Bound::Included(prefix.as_str()),
+            std::ops::Bound::Unbounded,
+        ))
+        .take_while(|(path, _)| prefix.matches(path.as_str()))
+        .filter_map(|(_, state)| visible(state).map(|f| f.meta.clone()))
+        .collect()
 }
 
 #[cfg(test)]

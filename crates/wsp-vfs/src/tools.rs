@@ -231,8 +231,8 @@ impl ToolAnnotations {
     }
 }
 
-/// The JSON Schema of `T` as a tool input: draft 2020-12, no `$schema` or `title`, optional
-/// fields without a `null` type.
+/// The JSON Schema of `T` as a tool input: draft 2020-12, no `$schema`, `title` or top-level
+/// `description`, optional fields without a `null` type.
 pub(crate) fn input_schema<T: JsonSchema>() -> Value {
     let settings =
         schemars::generate::SchemaSettings::draft2020_12().with(|s| s.meta_schema = None);
@@ -242,6 +242,8 @@ pub(crate) fn input_schema<T: JsonSchema>() -> Value {
         .to_value();
     if let Some(obj) = value.as_object_mut() {
         obj.remove("title");
+        // The type's doc comment ("Arguments of ...") says nothing the tool's description does not.
+        obj.remove("description");
         if let Some(Value::Object(props)) = obj.get_mut("properties") {
             for prop in props.values_mut() {
                 let Some(prop) = prop.as_object_mut() else {

@@ -47,3 +47,20 @@ fn the_filesystem_map_reads_well() {
 fn the_empty_map_says_there_is_no_access() {
     insta::assert_snapshot!("filesystem_map_empty", Vfs::empty().filesystem_map());
 }
+
+#[test]
+fn the_tool_catalogues_read_well() {
+    let all = wsp_vfs::catalogue(&[AccessScope::ReadWrite]);
+    insta::assert_snapshot!(
+        "files_catalogue",
+        serde_json::to_string_pretty(&all).unwrap()
+    );
+    let items: Vec<_> = wsp_vfs::ItemToolName::ALL
+        .into_iter()
+        .map(wsp_vfs::ItemToolName::definition)
+        .collect();
+    insta::assert_snapshot!(
+        "items_catalogue",
+        serde_json::to_string_pretty(&items).unwrap()
+    );
+}

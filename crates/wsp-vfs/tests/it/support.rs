@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 use wsp_store::{
-    Deleted, FileMeta, FileWrite, Limits, MemoryStore, Precondition, StoreFuture, StoredFile,
-    WorkspaceStore,
+    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, MemoryStore, Precondition,
+    SnapshotInfo, StoreFuture, StoredFile, WorkspaceStore,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, VfsError, WorkspaceConfig};
@@ -166,6 +166,61 @@ impl WorkspaceStore for RecordingStore {
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         self.record();
         self.inner.history(owner, path)
+    }
+
+    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        self.record();
+        self.inner.snapshot(owner, label)
+    }
+
+    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        self.record();
+        self.inner.snapshot_info(owner, id)
+    }
+
+    fn release_snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        self.record();
+        self.inner.release_snapshot(owner, id, outcome)
+    }
+
+    fn list_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        self.record();
+        self.inner.list_at(owner, snapshot, prefix)
+    }
+
+    fn get_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, StoredFile> {
+        self.record();
+        self.inner.get_at(owner, snapshot, path)
+    }
+
+    fn changes<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, ChangePage> {
+        self.record();
+        self.inner.changes(owner, after, limit)
+    }
+
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<ChangeNotice>> {
+        self.record();
+        self.inner.subscribe()
     }
 }
 

@@ -86,6 +86,13 @@ async fn links_that_stay_inside_are_followed_only_when_the_mount_opts_in() {
     for path in ["/ws/alias.md", "/ws/dir/file.md"] {
         assert_eq!(read(&follow, path).await.unwrap(), "real content", "{path}");
     }
+    // An absolute target is refused even when it names a file inside: the handle knows no host paths.
+    disk.symlink(disk.root().join("real/file.md"), "R/abs.md");
+    assert_eq!(
+        read(&follow, "/ws/abs.md").await.unwrap_err().code,
+        ErrorCode::PermissionDenied
+    );
+    std::fs::remove_file(disk.path("R/abs.md")).unwrap();
     // Writing through an inside link writes the target; deleting removes the link only.
     crate::support::write(&follow, "/ws/alias.md", "new content\n").await;
     assert_eq!(
@@ -217,6 +224,7 @@ async fn a_directory_swapped_for_a_symlink_mid_call_cannot_escape() {
                 .await
                 .map(|m| assert!(m.is_empty(), "{m:?}"));
         }
+        eprintln!("follow {follow}: {reads_ok} reads ok, {writes_ok} writes ok of 400");
         stop.store(true, Ordering::Relaxed);
         let swaps = swapper.join().unwrap();
         assert!(swaps > 0);

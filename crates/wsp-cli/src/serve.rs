@@ -51,6 +51,9 @@ pub struct ServeArgs {
     /// Expose the conformance test seam `POST /v1/host/sample/workspace/op`. Never in production.
     #[arg(long)]
     enable_test_seams: bool,
+    /// Seconds a run lives before it ends by itself (`completed`) and releases its snapshot.
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    run_ttl: u64,
 }
 
 /// Runs the server until Ctrl-C or SIGTERM, then drains in-flight requests.
@@ -97,6 +100,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     let config = ServerConfig {
         workspace_enabled: true,
         test_seams: args.enable_test_seams,
+        run_ttl: std::time::Duration::from_secs(args.run_ttl),
     };
     let state = AppState::with_secrets(
         store,

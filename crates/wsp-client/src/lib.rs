@@ -17,6 +17,7 @@
 //! ```
 
 mod error;
+mod events;
 
 use std::time::Duration;
 
@@ -24,11 +25,13 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 use wsp_types::wire::{
-    Discovery, WorkspaceFile, WorkspaceFileCreate, WorkspaceFileHistory, WorkspaceFileList,
+    Discovery, Run, RunCreated, WorkspaceFile, WorkspaceFileCreate, WorkspaceFileHistory,
+    WorkspaceFileList,
 };
 use wsp_types::{ETag, WorkspacePath};
 
 pub use error::{ApiError, Error};
+pub use events::{EventStream, FeedItem};
 
 /// Options of a write.
 #[derive(Debug, Clone, Default)]
@@ -215,6 +218,97 @@ impl Client {
                 .map_err(Error::Transport)?,
         )
         .await
+    }
+}
+
+impl Client {
+    /// `POST /v1/runs`: starts a run, pinning a snapshot of the workspace as it is now.
+    pub async fn create_run(&self, workflow_id: &str) -> Result<RunCreated, Error> {
+        let body = serde_json::json!({ "workflowId": workflow_id });
+        let req = self.request(Method::POST, "/v1/runs").json(&body);
+        decode(req.send().await.map_err(Error::Transport)?).await
+    }
+
+    /// `GET /v1/runs/{runId}`.
+    pub async fn get_run(&self, run_id: &str) -> Result<Run, Error> {
+        let url = format!("/v1/runs/{}", encode_segment(run_id));
+        decode(
+            self.request(Method::GET, &url)
+                .send()
+                .await
+                .map_err(Error::Transport)?,
+        )
+        .await
+    }
+
+    /// `POST /v1/runs/{runId}/cancel`: ends the run and releases its snapshot.
+    pub async fn cancel_run(&self, run_id: &str) -> Result<Run, Error> {
+        let url = format!("/v1/runs/{}/cancel", encode_segment(run_id));
+        decode(
+            self.request(Method::POST, &url)
+                .send()
+                .await
+                .map_err(Error::Transport)?,
+        )
+        .await
+    }
+
+    /// `GET /v1/runs/{runId}/workspace/files[?prefix=P]`: the files of a run's snapshot.
+    pub async fn list_run_files(
+        &self,
+        run_id: &str,
+        prefix: Option<&str>,
+    ) -> Result<WorkspaceFileList, Error> {
+        let mut url = format!("/v1/runs/{}/workspace/files", encode_segment(run_id));
+        if let Some(p) = prefix {
+            url.push_str("?prefix=");
+            url.push_str(&encode_segment(p));
+        }
+        decode(
+            self.request(Method::GET, &url)
+                .send()
+                .await
+                .map_err(Error::Transport)?,
+        )
+        .await
+    }
+
+    /// `GET /v1/runs/{runId}/workspace/files/{path}`: a file as the run sees it.
+    pub async fn get_run_file(
+        &self,
+        run_id: &str,
+        path: &WorkspacePath,
+    ) -> Result<WorkspaceFile, Error> {
+        let url = format!(
+            "/v1/runs/{}/workspace/files/{}",
+            encode_segment(run_id),
+            encode_segment(path.as_str())
+        );
+        decode(
+            self.request(Method::GET, &url)
+                .send()
+                .await
+                .map_err(Error::Transport)?,
+        )
+        .await
+    }
+
+    /// `GET /v1/host/workspace/events`: the change feed, from the live tail or after `since`.
+    ///
+    /// The client's request timeout applies to the whole stream: build the client with
+    /// [`Client::with_http_client`] and no timeout for a long-lived feed.
+    pub async fn events(&self, since: Option<u64>) -> Result<EventStream, Error> {
+        let mut req = self
+            .request(Method::GET, "/v1/host/workspace/events")
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if let Some(n) = since {
+            req = req.header("last-event-id", n.to_string());
+        }
+        let resp = req.send().await.map_err(Error::Transport)?;
+        if !resp.status().is_success() {
+            return Err(error_from(resp).await);
+        }
+        Ok(EventStream::new(resp))
     }
 }
 

@@ -11,9 +11,9 @@ use wsp_types::wire::{
 
 use crate::ServerConfig;
 
-fn version(v: u64) -> NonZeroU64 {
-    // Stores number versions from 1; a 0 would be a store bug, surfaced as version 1 never.
-    NonZeroU64::new(v).expect("store versions start at 1")
+/// A version or sequence number on the wire (stores number both from 1).
+pub(crate) fn version(v: u64) -> NonZeroU64 {
+    NonZeroU64::new(v).expect("store versions and sequence numbers start at 1")
 }
 
 fn meta(m: FileMeta) -> WorkspaceFileMeta {

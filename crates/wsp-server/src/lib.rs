@@ -27,10 +27,12 @@ mod auth;
 mod discovery;
 mod encode;
 mod error;
+mod events;
 mod files;
 mod idempotency;
 pub mod openapi;
 mod request;
+mod runs;
 mod seams;
 mod secrets;
 
@@ -55,13 +57,17 @@ pub struct ServerConfig {
     pub workspace_enabled: bool,
     /// Whether the conformance test seam (`POST /v1/host/sample/workspace/op`) exists.
     pub test_seams: bool,
+    /// How long a run lives before it ends by itself (`completed`) and releases its snapshot.
+    pub run_ttl: std::time::Duration,
 }
 
 impl Default for ServerConfig {
+    /// Workspace on, no test seams, runs live one hour.
     fn default() -> Self {
         Self {
             workspace_enabled: true,
             test_seams: false,
+            run_ttl: std::time::Duration::from_secs(3600),
         }
     }
 }
@@ -155,6 +161,15 @@ pub fn router(state: AppState) -> Router {
         .route(
             &format!("{}{{*path}}", files::HISTORY_PREFIX),
             get(files::history),
+        )
+        .route("/v1/host/workspace/events", get(events::events))
+        .route("/v1/runs", post(runs::create))
+        .route("/v1/runs/{run_id}", get(runs::get_run))
+        .route("/v1/runs/{run_id}/cancel", post(runs::cancel))
+        .route("/v1/runs/{run_id}/workspace/files", get(runs::list_files))
+        .route(
+            "/v1/runs/{run_id}/workspace/files/{*path}",
+            get(runs::get_file),
         );
     if state.inner.config.test_seams {
         app = app.route(seams::SAMPLE_OP, post(seams::sample_op));

@@ -13,40 +13,33 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::JSON;
 
+/// `(file name, contents)` of one embedded schema of `schemas/`.
+macro_rules! schema {
+    ($name:literal) => {
+        (
+            concat!($name, ".schema.json"),
+            include_str!(concat!("../../../schemas/", $name, ".schema.json")),
+        )
+    };
+}
+
 /// The JSON Schemas that become `components.schemas`, embedded at build time.
 const SCHEMAS: &[(&str, &str)] = &[
-    (
-        "discovery.schema.json",
-        include_str!("../../../schemas/discovery.schema.json"),
-    ),
-    (
-        "error-envelope.schema.json",
-        include_str!("../../../schemas/error-envelope.schema.json"),
-    ),
-    (
-        "workspace-file.schema.json",
-        include_str!("../../../schemas/workspace-file.schema.json"),
-    ),
-    (
-        "workspace-file-create.schema.json",
-        include_str!("../../../schemas/workspace-file-create.schema.json"),
-    ),
-    (
-        "workspace-file-history.schema.json",
-        include_str!("../../../schemas/workspace-file-history.schema.json"),
-    ),
-    (
-        "workspace-file-list.schema.json",
-        include_str!("../../../schemas/workspace-file-list.schema.json"),
-    ),
-    (
-        "workspace-file-meta.schema.json",
-        include_str!("../../../schemas/workspace-file-meta.schema.json"),
-    ),
-    (
-        "workspace-updated.schema.json",
-        include_str!("../../../schemas/workspace-updated.schema.json"),
-    ),
+    schema!("discovery"),
+    schema!("error-envelope"),
+    schema!("workspace-file"),
+    schema!("workspace-file-create"),
+    schema!("workspace-file-history"),
+    schema!("workspace-file-list"),
+    schema!("workspace-file-meta"),
+    schema!("workspace-updated"),
+    schema!("workspace-event"),
+    schema!("run-create"),
+    schema!("run-created"),
+    schema!("run-status"),
+    schema!("run-owner"),
+    schema!("run-workspace-entry"),
+    schema!("run"),
 ];
 
 #[derive(OpenApi)]
@@ -65,11 +58,18 @@ const SCHEMAS: &[(&str, &str)] = &[
         crate::files::write,
         crate::files::delete,
         crate::files::history,
+        crate::events::events,
+        crate::runs::create,
+        crate::runs::get_run,
+        crate::runs::cancel,
+        crate::runs::list_files,
+        crate::runs::get_file,
     ),
     modifiers(&BearerAuth),
     tags(
         (name = "discovery", description = "What the host offers."),
         (name = "workspace", description = "RFC 0059 workspace files."),
+        (name = "runs", description = "RFC 0059 section D: runs and their immutable workspace snapshots."),
     ),
 )]
 struct ApiDoc;

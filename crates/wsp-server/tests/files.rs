@@ -866,6 +866,13 @@ async fn served_openapi_equals_the_committed_document() {
                 .await
                 .unwrap();
             assert_ne!(body.status(), 405, "{method} {path}");
+            if body
+                .headers()
+                .get("content-type")
+                .is_some_and(|v| v == "text/event-stream")
+            {
+                continue; // an endless stream: routed, and nothing to read to its end
+            }
             let text = body.text().await.unwrap();
             assert!(
                 !text.contains("no route"),

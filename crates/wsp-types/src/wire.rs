@@ -10,6 +10,44 @@
 //! enforced by these types: input that must respect one is validated at the edge against the
 //! schemas themselves.
 
+/// Answer of `GET /v1/agents` (RFC 0072 section A, RFC 0074): the manifest agents available to the caller, sorted by `agentId`. With `installScope: host` every caller gets the same list; with `tenant`, only the agents whose pack the caller's tenant and workspace approved.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentInventory {
+    /// The agents, sorted by `agentId` in byte order.
+    pub agents: ::std::vec::Vec<AgentInventoryEntry>,
+    /// How many agents `agents` holds.
+    pub total: u64,
+}
+/// One manifest agent the caller may run (RFC 0072 section A, RFC 0074), as answered by `GET /v1/agents/{agentId}` and listed by `GET /v1/agents`. It never carries a system prompt body, its reference, or a credential. wsp sends exactly these keys; other OpenWOP hosts may add optional members (such as `memoryShape`, `confidenceThreshold` or `degraded`), which a reader ignores.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct AgentInventoryEntry {
+    /// The agent's id, unique on the host, such as `acme.reviewer.default`.
+    #[serde(rename = "agentId")]
+    pub agent_id: ::std::string::String,
+    /// What the agent is for; optional.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub description: ::std::option::Option<::std::string::String>,
+    /// Whether the agent declares schemas for the hand-offs it accepts and produces.
+    #[serde(rename = "hasHandoffSchemas")]
+    pub has_handoff_schemas: bool,
+    /// Display name; the persona when the pack names none.
+    pub label: ::std::string::String,
+    /// The class of model the agent needs, such as `coding`.
+    #[serde(rename = "modelClass")]
+    pub model_class: ::std::string::String,
+    /// The pack the agent comes from.
+    #[serde(rename = "packName")]
+    pub pack_name: ::std::string::String,
+    /// The version of that pack.
+    #[serde(rename = "packVersion")]
+    pub pack_version: ::std::string::String,
+    /// Who the agent is, such as `Code Reviewer`.
+    pub persona: ::std::string::String,
+    /// The tools the agent may call; nothing else is offered to it.
+    #[serde(rename = "toolAllowlist")]
+    pub tool_allowlist: ::std::vec::Vec<::std::string::String>,
+}
 /// RFC 0072 and RFC 0074: the agent capabilities of the host. Other keys are allowed, because OpenWOP defines members of this block that wsp does not model.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, Default, PartialEq)]
 pub struct AgentsCapability {
@@ -154,6 +192,215 @@ pub struct ManifestRuntimeCapability {
     /// Whether manifest agents and their inventory are served.
     pub supported: bool,
 }
+/// Body of `POST /v1/host/workspace/publish` (wsp extension, WIRE.md section 8): copy one of the caller's files into a shared agent's workspace. Any other key is refused with `400 validation_error`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PublishRequest {
+    /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component.
+    pub path: crate::WorkspacePath,
+    /// The shared agent whose workspace receives the copy.
+    #[serde(rename = "targetAgentId")]
+    pub target_agent_id: ::std::string::String,
+    /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component. Where the copy lands in the target workspace; the source path when absent.
+    #[serde(
+        rename = "targetPath",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub target_path: ::std::option::Option<crate::WorkspacePath>,
+}
+/// Answer of `POST /v1/host/workspace/publish` (wsp extension, WIRE.md section 8): where the copy landed and the version it created there.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PublishResponse {
+    /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component. The path of the copy in the target workspace.
+    pub path: crate::WorkspacePath,
+    /// The shared agent whose workspace received the copy.
+    #[serde(rename = "targetAgentId")]
+    pub target_agent_id: ::std::string::String,
+    /// The version the copy created in the target workspace: 1 for a new path, plus 1 when it replaced a file.
+    pub version: ::std::num::NonZeroU64,
+}
+/// Answer of `GET /v1/runs/{runId}`: the run and the workspace it sees (RFC 0059 section D), the live files of the moment it started, immutable for the run.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// When the run ended; absent while it runs.
+    #[serde(
+        rename = "endedAt",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub ended_at: ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+    /// The tenant and workspace whose files the run sees.
+    pub owner: RunOwner,
+    /// Opaque run id (32 hex digits).
+    #[serde(rename = "runId")]
+    pub run_id: ::std::string::String,
+    /// When the run started and its snapshot was taken.
+    #[serde(rename = "startedAt")]
+    pub started_at: ::chrono::DateTime<::chrono::offset::Utc>,
+    /// Where the run is in its life.
+    pub status: RunStatus,
+    /// The workflow the run was created for.
+    #[serde(rename = "workflowId")]
+    pub workflow_id: ::std::string::String,
+    /// Every file of the snapshot with the version the run sees, sorted by path; empty once the run has ended.
+    pub workspace: ::std::vec::Vec<RunWorkspaceEntry>,
+}
+/// Body of `POST /v1/runs` (the OpenWOP `CreateRunRequest` shape). wsp does not execute workflows: a run is a pinned, immutable snapshot of the caller's workspace for an agent loop that runs elsewhere. Keys other than `workflowId` (inputs, configurable, ...) are accepted and ignored.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+pub struct RunCreate {
+    /// The workflow or agent loop the run belongs to (1-256 characters).
+    #[serde(rename = "workflowId")]
+    pub workflow_id: RunCreateWorkflowId,
+}
+/// The workflow or agent loop the run belongs to (1-256 characters).
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct RunCreateWorkflowId(::std::string::String);
+impl ::std::ops::Deref for RunCreateWorkflowId {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<RunCreateWorkflowId> for ::std::string::String {
+    fn from(value: RunCreateWorkflowId) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for RunCreateWorkflowId {
+    type Err = self::error::ConversionError;
+    fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 256usize {
+            return Err("longer than 256 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for RunCreateWorkflowId {
+    type Error = self::error::ConversionError;
+    fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for RunCreateWorkflowId {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for RunCreateWorkflowId {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+/// Answer of `POST /v1/runs` (201): the run and where to follow it. The workspace snapshot was taken when this answer was produced.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunCreated {
+    /// The change feed positioned at the snapshot (`/v1/host/workspace/events?since=N`): what changed since this run began.
+    #[serde(rename = "eventsUrl")]
+    pub events_url: ::std::string::String,
+    /// Opaque run id (32 hex digits).
+    #[serde(rename = "runId")]
+    pub run_id: ::std::string::String,
+    /// Always `running` for a new run.
+    pub status: RunStatus,
+    /// Where the run's status is read (`/v1/runs/{runId}`).
+    #[serde(
+        rename = "statusUrl",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub status_url: ::std::option::Option<::std::string::String>,
+}
+/// The tenant and workspace a run belongs to (RFC 0048 owner triple, without the principal).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunOwner {
+    /// The tenant.
+    pub tenant: ::std::string::String,
+    /// The workspace within the tenant.
+    pub workspace: ::std::string::String,
+}
+/// Where a run is in its life, from OpenWOP's set: `running` until it is cancelled (`POST /v1/runs/{runId}/cancel`) or its time to live ends (`completed`).
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd,
+)]
+pub enum RunStatus {
+    /// The run is going on; its snapshot can be read.
+    #[serde(rename = "running")]
+    Running,
+    /// The run was ended with `POST /v1/runs/{runId}/cancel`; its snapshot is released.
+    #[serde(rename = "cancelled")]
+    Cancelled,
+    /// The run's time to live ended; its snapshot is released.
+    #[serde(rename = "completed")]
+    Completed,
+}
+impl ::std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Running => f.write_str("running"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Completed => f.write_str("completed"),
+        }
+    }
+}
+impl ::std::str::FromStr for RunStatus {
+    type Err = self::error::ConversionError;
+    fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "running" => Ok(Self::Running),
+            "cancelled" => Ok(Self::Cancelled),
+            "completed" => Ok(Self::Completed),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for RunStatus {
+    type Error = self::error::ConversionError;
+    fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for RunStatus {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+/// One file of a run's snapshot: its path and the version the run sees.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunWorkspaceEntry {
+    /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component.
+    pub path: crate::WorkspacePath,
+    /// The version of the file in the snapshot.
+    pub version: ::std::num::NonZeroU64,
+}
 /// RFC 0059: the host serves versioned workspace files scoped to the caller's tenant and workspace.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -181,6 +428,20 @@ pub struct WorkspaceCapability {
     /// Whether each write bumps a version and prior versions can be read with `?version=N`.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub versioned: ::std::option::Option<bool>,
+}
+/// The `data` of one `workspace.updated` Server-Sent Event of `GET /v1/host/workspace/events`; `sequence` equals the event's `id`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceEvent {
+    /// Which file changed and its new version.
+    pub payload: WorkspaceUpdated,
+    /// The owner's change sequence number: monotonic and gap-free per owner.
+    pub sequence: ::std::num::NonZeroU64,
+    /// When the change committed.
+    pub timestamp: ::chrono::DateTime<::chrono::offset::Utc>,
+    /// Always `workspace.updated`.
+    #[serde(rename = "type")]
+    pub type_: ::std::string::String,
 }
 /// One version of a workspace file with its body (RFC 0059 section B), as returned by `GET` and `PUT /v1/host/workspace/files/{path}`. wsp always includes `contentType` and `etag`, but a reader must accept their absence, as OpenWOP v1 does.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]

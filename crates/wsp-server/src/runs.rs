@@ -1,0 +1,372 @@
+//! Runs (RFC 0059 §D, WIRE.md §6): a run is a pinned, immutable snapshot of the caller's
+//! workspace for an agent loop that runs elsewhere.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::header::{CONTENT_TYPE, LOCATION};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+use wsp_store::{SnapshotInfo, StoreError};
+use wsp_types::wire::{Run, RunCreate, RunCreated, RunOwner, RunStatus, RunWorkspaceEntry};
+use wsp_types::{ErrorCode, Owner, Scope, WorkspacePrefix};
+
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::files::caller;
+use crate::request::{percent_decode, prefix_param, query_params, require_json};
+use crate::{AppState, JSON, encode};
+
+/// What a run keeps in its snapshot's label.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RunLabel {
+    workflow_id: String,
+    principal: String,
+    ttl_seconds: u64,
+}
+
+const RUNS: &str = "/v1/runs/";
+
+fn run_not_found(id: &str) -> ApiError {
+    ApiError::new(ErrorCode::NotFound, format!("no run {id:?}"))
+}
+
+/// The run id and the rest of the path after it (`""`, `/cancel`, `/workspace/files/...`).
+fn split_run_path(uri_path: &str) -> (&str, &str) {
+    let rest = uri_path.strip_prefix(RUNS).unwrap_or_default();
+    match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    }
+}
+
+fn valid_run_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Reads a run, ending it first when its time to live has passed.
+async fn load(
+    state: &AppState,
+    owner: &Owner,
+    id: &str,
+) -> Result<(SnapshotInfo, RunLabel), ApiError> {
+    if !valid_run_id(id) {
+        return Err(run_not_found(id));
+    }
+    let store = &state.inner.store;
+    let mut info = store
+        .snapshot_info(owner, id)
+        .await
+        .map_err(|e| map(e, id))?;
+    let label: RunLabel = serde_json::from_str(&info.label).map_err(|_| run_not_found(id))?;
+    let expires = info.created_at + chrono::Duration::seconds(label.ttl_seconds as i64);
+    if info.released.is_none() && Utc::now() >= expires {
+        info = store
+            .release_snapshot(owner, id, "completed")
+            .await
+            .map_err(|e| map(e, id))?;
+    }
+    Ok((info, label))
+}
+
+fn map(e: StoreError, id: &str) -> ApiError {
+    match e {
+        StoreError::NotFound => run_not_found(id),
+        other => ApiError::from_store(other, id),
+    }
+}
+
+fn status_of(info: &SnapshotInfo) -> RunStatus {
+    match &info.released {
+        None => RunStatus::Running,
+        Some((_, outcome)) if outcome == "cancelled" => RunStatus::Cancelled,
+        Some(_) => RunStatus::Completed,
+    }
+}
+
+async fn run_document(
+    state: &AppState,
+    owner: &Owner,
+    info: &SnapshotInfo,
+    label: RunLabel,
+) -> Result<Run, ApiError> {
+    let workspace = if info.released.is_none() {
+        let files = state
+            .inner
+            .store
+            .list_at(owner, &info.id, &WorkspacePrefix::all())
+            .await
+            .map_err(|e| map(e, &info.id))?;
+        files
+            .into_iter()
+            .map(|m| RunWorkspaceEntry {
+                path: m.path,
+                version: encode::version(m.version),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Run {
+        ended_at: info.released.as_ref().map(|(at, _)| *at),
+        owner: RunOwner {
+            tenant: owner.tenant.to_string(),
+            workspace: owner.workspace.to_string(),
+        },
+        run_id: info.id.clone(),
+        started_at: info.created_at,
+        status: status_of(info),
+        workflow_id: label.workflow_id,
+        workspace,
+    })
+}
+
+fn json(status: StatusCode, value: &impl Serialize) -> Response {
+    let body = serde_json::to_vec(value).expect("wire types always serialize");
+    let mut resp = (status, body).into_response();
+    resp.headers_mut().insert(CONTENT_TYPE, JSON);
+    resp
+}
+
+/// `POST /v1/runs`: takes the snapshot now.
+#[utoipa::path(
+    post,
+    path = "/v1/runs",
+    tag = "runs",
+    operation_id = "createRun",
+    summary = "Start a run: pin an immutable snapshot of the caller's workspace",
+    request_body(content = ref("#/components/schemas/RunCreate"), content_type = "application/json"),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 201, description = "The run; its snapshot is taken.", body = ref("#/components/schemas/RunCreated")),
+        (status = 400, description = "Invalid body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks `runs:create` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 415, description = "The body is not `application/json`.", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 501, description = "The host's store has no snapshots (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let caller: Caller = caller(&state, &headers, Scope::RunsCreate).await?;
+    require_json(&headers)?;
+    let raw = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map_err(|_| ApiError::too_large(wsp_types::LimitKind::RequestBody, 64 * 1024))?;
+    let request: RunCreate = serde_json::from_slice(&raw)
+        .map_err(|e| ApiError::validation(format!("invalid run request: {e}")))?;
+    let label = RunLabel {
+        workflow_id: request.workflow_id.to_string(),
+        principal: caller.principal.clone(),
+        ttl_seconds: state.inner.config.run_ttl.as_secs(),
+    };
+    let label = serde_json::to_string(&label).expect("labels serialize");
+    let info = state
+        .inner
+        .store
+        .snapshot(&caller.owner, &label)
+        .await
+        .map_err(|e| ApiError::from_store(e, "runs"))?;
+    let status_url = format!("{RUNS}{}", info.id);
+    let created = RunCreated {
+        events_url: format!("/v1/host/workspace/events?since={}", info.seq),
+        run_id: info.id.clone(),
+        status: RunStatus::Running,
+        status_url: Some(status_url.clone()),
+    };
+    let mut resp = json(StatusCode::CREATED, &created);
+    if let Ok(v) = HeaderValue::from_str(&status_url) {
+        resp.headers_mut().insert(LOCATION, v);
+    }
+    Ok(resp)
+}
+
+/// `GET /v1/runs/{runId}`
+#[utoipa::path(
+    get,
+    path = "/v1/runs/{runId}",
+    tag = "runs",
+    operation_id = "getRun",
+    summary = "A run, its status and the files its snapshot holds",
+    params(("runId" = String, Path, description = "The run id.")),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The run.", body = ref("#/components/schemas/Run")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks `runs:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 404, description = "No such run for this owner (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
+pub async fn get_run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    let caller = caller(&state, &headers, Scope::RunsRead).await?;
+    let (id, _) = split_run_path(uri.path());
+    let (info, label) = load(&state, &caller.owner, id).await?;
+    Ok(json(
+        StatusCode::OK,
+        &run_document(&state, &caller.owner, &info, label).await?,
+    ))
+}
+
+/// `POST /v1/runs/{runId}/cancel`: ends the run and releases its snapshot.
+#[utoipa::path(
+    post,
+    path = "/v1/runs/{runId}/cancel",
+    tag = "runs",
+    operation_id = "cancelRun",
+    summary = "End a run and release its snapshot",
+    params(("runId" = String, Path, description = "The run id.")),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The run, ended (`cancelled`, or `completed` if it had already ended).", body = ref("#/components/schemas/Run")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks `runs:create` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 404, description = "No such run for this owner (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
+pub async fn cancel(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    let caller = caller(&state, &headers, Scope::RunsCreate).await?;
+    let (id, _) = split_run_path(uri.path());
+    let (info, label) = load(&state, &caller.owner, id).await?;
+    let info = if info.released.is_none() {
+        state
+            .inner
+            .store
+            .release_snapshot(&caller.owner, id, "cancelled")
+            .await
+            .map_err(|e| map(e, id))?
+    } else {
+        info
+    };
+    Ok(json(
+        StatusCode::OK,
+        &run_document(&state, &caller.owner, &info, label).await?,
+    ))
+}
+
+/// `GET /v1/runs/{runId}/workspace/files` (extension): the snapshot's files.
+#[utoipa::path(
+    get,
+    path = "/v1/runs/{runId}/workspace/files",
+    tag = "runs",
+    operation_id = "listRunWorkspaceFiles",
+    summary = "List the files of a run's snapshot (wsp extension)",
+    params(
+        ("runId" = String, Path, description = "The run id."),
+        ("prefix" = Option<String>, Query, description = "Plain string prefix of the paths to list."),
+    ),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The snapshot's files, as of the run's start.", body = ref("#/components/schemas/WorkspaceFileList")),
+        (status = 400, description = "Invalid prefix (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks `runs:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 404, description = "No such running run for this owner (`not_found`); an ended run's snapshot is gone.", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
+pub async fn list_files(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    let caller = caller(&state, &headers, Scope::RunsRead).await?;
+    let (id, rest) = split_run_path(uri.path());
+    let prefix: WorkspacePrefix = prefix_param(&query_params(uri.query())?)?;
+    if rest != "/workspace/files" {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("no route for {}", uri.path()),
+        ));
+    }
+    let (info, _) = load(&state, &caller.owner, id).await?;
+    let files = state
+        .inner
+        .store
+        .list_at(&caller.owner, &info.id, &prefix)
+        .await
+        .map_err(|e| map(e, id))?;
+    Ok(json_bytes(encode::file_list(files)))
+}
+
+/// `GET /v1/runs/{runId}/workspace/files/{path}` (extension): one file as the run sees it.
+#[utoipa::path(
+    get,
+    path = "/v1/runs/{runId}/workspace/files/{path}",
+    tag = "runs",
+    operation_id = "getRunWorkspaceFile",
+    summary = "Read a file of a run's snapshot (wsp extension)",
+    params(
+        ("runId" = String, Path, description = "The run id."),
+        ("path" = String, Path, description = "Workspace path, raw or percent-encoded."),
+    ),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The file as of the run's start.", body = ref("#/components/schemas/WorkspaceFile")),
+        (status = 400, description = "Invalid path (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 403, description = "The credential lacks `runs:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 404, description = "No such run, or no such file in its snapshot (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
+    ),
+)]
+pub async fn get_file(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    let caller = caller(&state, &headers, Scope::RunsRead).await?;
+    let (id, rest) = split_run_path(uri.path());
+    let raw = rest.strip_prefix("/workspace/files/").ok_or_else(|| {
+        ApiError::new(ErrorCode::NotFound, format!("no route for {}", uri.path()))
+    })?;
+    let path = wsp_types::WorkspacePath::parse(&percent_decode(raw, false)?)
+        .map_err(|e| ApiError::bad_path(&e))?;
+    let (info, _) = load(&state, &caller.owner, id).await?;
+    let file = state
+        .inner
+        .store
+        .get_at(&caller.owner, &info.id, &path)
+        .await
+        .map_err(|e| ApiError::from_store(e, path.as_str()))?;
+    let etag = file.meta.etag.as_str().to_owned();
+    let mut resp = json_bytes(encode::file(file));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        resp.headers_mut().insert(axum::http::header::ETAG, v);
+    }
+    Ok(resp)
+}
+
+fn json_bytes(body: Vec<u8>) -> Response {
+    let mut resp = (StatusCode::OK, body).into_response();
+    resp.headers_mut().insert(CONTENT_TYPE, JSON);
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_paths() {
+        assert_eq!(split_run_path("/v1/runs/abc"), ("abc", ""));
+        assert_eq!(split_run_path("/v1/runs/abc/cancel"), ("abc", "/cancel"));
+        assert_eq!(
+            split_run_path("/v1/runs/abc/workspace/files/a/b.md"),
+            ("abc", "/workspace/files/a/b.md")
+        );
+        assert!(valid_run_id(&"a".repeat(32)));
+        assert!(!valid_run_id(&"A".repeat(32)));
+        assert!(!valid_run_id("abc"));
+    }
+}

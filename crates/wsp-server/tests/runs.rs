@@ -1,0 +1,381 @@
+//! Runs, their snapshots (RFC 0059 §D, WIRE.md §6), and the change feed (WIRE.md §5).
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Options, start, start_with};
+use wsp_client::{FeedItem, PutOptions};
+use wsp_server::ServerConfig;
+use wsp_store::{Limits, MemoryStore};
+use wsp_types::wire::RunStatus;
+use wsp_types::{ErrorCode, WorkspacePath};
+
+fn p(s: &str) -> WorkspacePath {
+    WorkspacePath::parse(s).unwrap()
+}
+
+#[tokio::test]
+async fn a_run_sees_the_workspace_as_it_was_when_it_started() {
+    let s = start().await;
+    let a = s.a();
+    a.put(&p("AGENTS.md"), "be careful", PutOptions::default())
+        .await
+        .unwrap();
+    a.put(&p("MEMORY.md"), "remember", PutOptions::default())
+        .await
+        .unwrap();
+    let run = a.create_run("nightly").await.unwrap();
+    assert_eq!(run.status, RunStatus::Running);
+    assert_eq!(
+        run.status_url.as_deref(),
+        Some(format!("/v1/runs/{}", run.run_id).as_str())
+    );
+    assert!(
+        run.events_url
+            .starts_with("/v1/host/workspace/events?since=")
+    );
+    // Changes after the run started.
+    a.put(&p("AGENTS.md"), "be bold", PutOptions::default())
+        .await
+        .unwrap();
+    a.delete(&p("MEMORY.md"), None).await.unwrap();
+    a.put(&p("MEMORY.md"), "a new life", PutOptions::default())
+        .await
+        .unwrap();
+    a.put(&p("new.md"), "later", PutOptions::default())
+        .await
+        .unwrap();
+
+    let files = a.list_run_files(&run.run_id, None).await.unwrap();
+    let seen: Vec<(&str, u64)> = files
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.version.get()))
+        .collect();
+    assert_eq!(seen, [("AGENTS.md", 1), ("MEMORY.md", 1)]);
+    assert_eq!(
+        a.get_run_file(&run.run_id, &p("AGENTS.md"))
+            .await
+            .unwrap()
+            .content,
+        "be careful"
+    );
+    assert_eq!(
+        a.get_run_file(&run.run_id, &p("MEMORY.md"))
+            .await
+            .unwrap()
+            .content,
+        "remember"
+    );
+    let missing = a.get_run_file(&run.run_id, &p("new.md")).await.unwrap_err();
+    assert_eq!(missing.code(), Some(ErrorCode::NotFound));
+
+    let doc = a.get_run(&run.run_id).await.unwrap();
+    assert_eq!(doc.workflow_id, "nightly");
+    assert_eq!(doc.status, RunStatus::Running);
+    assert_eq!(doc.owner.tenant, "tenant-a");
+    let ws: Vec<(&str, u64)> = doc
+        .workspace
+        .iter()
+        .map(|e| (e.path.as_str(), e.version.get()))
+        .collect();
+    assert_eq!(ws, [("AGENTS.md", 1), ("MEMORY.md", 1)]);
+
+    // The next run sees the writes.
+    let next = a.create_run("nightly").await.unwrap();
+    assert_eq!(
+        a.get_run_file(&next.run_id, &p("AGENTS.md"))
+            .await
+            .unwrap()
+            .content,
+        "be bold"
+    );
+    assert_eq!(
+        a.list_run_files(&next.run_id, None)
+            .await
+            .unwrap()
+            .files
+            .len(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn cancelling_ends_the_run_and_its_snapshot() {
+    let s = start().await;
+    let a = s.a();
+    a.put(&p("a.md"), "x", PutOptions::default()).await.unwrap();
+    let run = a.create_run("w").await.unwrap();
+    let ended = a.cancel_run(&run.run_id).await.unwrap();
+    assert_eq!(ended.status, RunStatus::Cancelled);
+    assert!(ended.ended_at.is_some());
+    assert!(ended.workspace.is_empty());
+    let again = a.cancel_run(&run.run_id).await.unwrap();
+    assert_eq!(
+        again.status,
+        RunStatus::Cancelled,
+        "cancelling twice keeps the outcome"
+    );
+    for e in [
+        a.list_run_files(&run.run_id, None).await.unwrap_err(),
+        a.get_run_file(&run.run_id, &p("a.md")).await.unwrap_err(),
+    ] {
+        assert_eq!(e.code(), Some(ErrorCode::NotFound));
+    }
+    assert_eq!(
+        a.get_run(&run.run_id).await.unwrap().status,
+        RunStatus::Cancelled
+    );
+}
+
+#[tokio::test]
+async fn runs_end_by_themselves_after_their_time_to_live() {
+    let s = start_with(Options {
+        config: ServerConfig {
+            run_ttl: Duration::from_secs(1),
+            ..ServerConfig::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let a = s.a();
+    let run = a.create_run("short").await.unwrap();
+    assert_eq!(
+        a.get_run(&run.run_id).await.unwrap().status,
+        RunStatus::Running
+    );
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        a.get_run(&run.run_id).await.unwrap().status,
+        RunStatus::Completed
+    );
+    let e = a.list_run_files(&run.run_id, None).await.unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::NotFound));
+}
+
+#[tokio::test]
+async fn runs_belong_to_their_owner_and_need_their_scopes() {
+    let s = start().await;
+    s.a()
+        .put(&p("secret.md"), "A", PutOptions::default())
+        .await
+        .unwrap();
+    let run = s.a().create_run("w").await.unwrap();
+    let c = reqwest::Client::new();
+    let unknown = "0".repeat(32);
+    for (theirs, never) in [
+        (
+            format!("/v1/runs/{}", run.run_id),
+            format!("/v1/runs/{unknown}"),
+        ),
+        (
+            format!("/v1/runs/{}/workspace/files", run.run_id),
+            format!("/v1/runs/{unknown}/workspace/files"),
+        ),
+        (
+            format!("/v1/runs/{}/workspace/files/secret.md", run.run_id),
+            format!("/v1/runs/{unknown}/workspace/files/secret.md"),
+        ),
+    ] {
+        let r1 = c
+            .get(s.url(&theirs))
+            .bearer_auth(&s.key_b)
+            .send()
+            .await
+            .unwrap();
+        let r2 = c
+            .get(s.url(&never))
+            .bearer_auth(&s.key_b)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!((r1.status().as_u16(), r2.status().as_u16()), (404, 404));
+        let (b1, b2) = (r1.text().await.unwrap(), r2.text().await.unwrap());
+        assert_eq!(b1.replace(&run.run_id, &unknown), b2, "{theirs}");
+    }
+    let cancel = c
+        .post(s.url(&format!("/v1/runs/{}/cancel", run.run_id)))
+        .bearer_auth(&s.key_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cancel.status(), 404);
+    assert_eq!(
+        s.a().get_run(&run.run_id).await.unwrap().status,
+        RunStatus::Running
+    );
+    // A key without runs:create cannot start one.
+    let denied = c
+        .post(s.url("/v1/runs"))
+        .bearer_auth(&s.key_a_read)
+        .json(&json!({"workflowId": "w"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(denied.status(), 403);
+    let body: Value = denied.json().await.unwrap();
+    assert_eq!(body["details"]["requiredScope"], "runs:create");
+    // Bad bodies.
+    for body in [
+        json!({}),
+        json!({"workflowId": ""}),
+        json!({"workflowId": 5}),
+    ] {
+        let r = c
+            .post(s.url("/v1/runs"))
+            .bearer_auth(&s.key_a)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{body}");
+    }
+    let r = c
+        .get(s.url("/v1/runs/not-a-run-id"))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
+
+async fn next_update(stream: &mut wsp_client::EventStream) -> wsp_types::wire::WorkspaceEvent {
+    match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
+        Ok(Some(Ok(FeedItem::Updated(e)))) => e,
+        other => panic!("expected an update, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_feed_streams_changes_in_order_and_resumes_without_gaps() {
+    let s = start().await;
+    let a = s.a();
+    a.put(
+        &p("before.md"),
+        "not in the live tail",
+        PutOptions::default(),
+    )
+    .await
+    .unwrap();
+    let mut live = a.events(None).await.unwrap();
+    a.put(&p("a.md"), "1", PutOptions::default()).await.unwrap();
+    a.put(&p("a.md"), "2", PutOptions::default()).await.unwrap();
+    a.delete(&p("a.md"), None).await.unwrap();
+    let got: Vec<(u64, String, u64)> = {
+        let mut v = Vec::new();
+        for _ in 0..3 {
+            let e = next_update(&mut live).await;
+            assert_eq!(e.type_, "workspace.updated");
+            v.push((
+                e.sequence.get(),
+                e.payload.path.into_string(),
+                e.payload.version.get(),
+            ));
+        }
+        v
+    };
+    assert_eq!(
+        got,
+        [
+            (2, "a.md".into(), 1),
+            (3, "a.md".into(), 2),
+            (4, "a.md".into(), 3)
+        ]
+    );
+    assert_eq!(live.last_event_id(), Some(4));
+    drop(live);
+    // Reconnect after event 2: exactly 3 and 4, then live events.
+    let mut resumed = a.events(Some(2)).await.unwrap();
+    assert_eq!(next_update(&mut resumed).await.sequence.get(), 3);
+    assert_eq!(next_update(&mut resumed).await.sequence.get(), 4);
+    a.put(&p("b.md"), "x", PutOptions::default()).await.unwrap();
+    let e = next_update(&mut resumed).await;
+    assert_eq!((e.sequence.get(), e.payload.path.as_str()), (5, "b.md"));
+    // From the start of what is retained.
+    let mut all = a.events(Some(0)).await.unwrap();
+    assert_eq!(
+        next_update(&mut all).await.payload.path.as_str(),
+        "before.md"
+    );
+}
+
+#[tokio::test]
+async fn another_owner_never_sees_the_feed() {
+    let s = start().await;
+    let mut b_feed = s.b().events(Some(0)).await.unwrap();
+    s.a()
+        .put(&p("a-only.md"), "A", PutOptions::default())
+        .await
+        .unwrap();
+    s.b()
+        .put(&p("b.md"), "B", PutOptions::default())
+        .await
+        .unwrap();
+    let e = next_update(&mut b_feed).await;
+    assert_eq!(
+        (e.sequence.get(), e.payload.path.as_str()),
+        (1, "b.md"),
+        "B's first event is its own"
+    );
+}
+
+#[tokio::test]
+async fn a_position_older_than_the_feed_gets_an_error_event() {
+    let store = Arc::new(MemoryStore::new(Limits::default()).with_feed_retention(2));
+    let s = start_with(Options {
+        store: Some(store),
+        ..Options::default()
+    })
+    .await;
+    for i in 0..5 {
+        s.a()
+            .put(&p("f.md"), format!("{i}"), PutOptions::default())
+            .await
+            .unwrap();
+    }
+    let mut stream = s.a().events(Some(1)).await.unwrap();
+    match tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
+        Ok(Some(Ok(FeedItem::Error(e)))) => {
+            assert_eq!(e.error, "feed_position_expired");
+            assert_eq!(e.detail("oldestSequence"), Some(&json!(4)));
+        }
+        other => panic!("expected an error event, got {other:?}"),
+    }
+    assert!(
+        stream.next().await.is_none(),
+        "the stream closes after the error"
+    );
+    // A position the feed still holds works.
+    let mut ok = s.a().events(Some(3)).await.unwrap();
+    assert_eq!(next_update(&mut ok).await.sequence.get(), 4);
+}
+
+#[tokio::test]
+async fn the_feed_needs_a_read_scope_and_a_valid_position() {
+    let s = start().await;
+    let c = reqwest::Client::new();
+    let r = c
+        .get(s.url("/v1/host/workspace/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let r = c
+        .get(s.url("/v1/host/workspace/events?since=abc"))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let r = c
+        .get(s.url("/v1/host/workspace/events"))
+        .bearer_auth(&s.key_a)
+        .header("last-event-id", "-3")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+}

@@ -46,6 +46,7 @@
 //! # }
 //! ```
 
+pub mod approvals;
 mod files;
 pub mod keys;
 mod readers;

@@ -9,11 +9,13 @@
 //! redaction ([`Redactor`]) and, behind the `battery` feature, the test battery every backend
 //! runs ([`battery_tests!`]).
 
+pub mod approvals;
 #[cfg(any(test, feature = "battery"))]
 pub mod battery;
 pub mod keys;
 mod memory;
 mod redact;
+pub mod shared;
 
 use std::future::Future;
 use std::pin::Pin;

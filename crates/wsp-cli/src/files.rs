@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use wsp_client::{Client, Error, PutOptions};
+use wsp_client::{Client, Error, FeedItem, PutOptions};
 use wsp_types::{ETag, WorkspacePath};
 
 use crate::CliError;
@@ -74,6 +74,12 @@ enum FilesCommand {
     History {
         /// Workspace path.
         path: String,
+    },
+    /// Follow the change feed: one line per write or delete, as they commit.
+    Watch {
+        /// Start after this sequence number (default: only changes from now on).
+        #[arg(long)]
+        since: Option<u64>,
     },
 }
 
@@ -183,6 +189,38 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
             }
             println!("deleted {path}");
         }
+        FilesCommand::Watch { since } => {
+            // The feed never ends: no request timeout for it.
+            let http = reqwest_client()?;
+            let mut watcher = Client::with_http_client(&args.url, http).map_err(wire_error)?;
+            if let Some(key) = &args.key {
+                watcher = watcher.with_key(key.clone());
+            }
+            let mut stream = watcher.events(since).await.map_err(wire_error)?;
+            while let Some(item) = stream.next().await {
+                match item.map_err(wire_error)? {
+                    FeedItem::Updated(e) => {
+                        if args.json {
+                            println!("{}", serde_json::to_string(&e)?);
+                        } else {
+                            println!(
+                                "{}\t{}\tv{}",
+                                e.sequence,
+                                e.payload.path.as_str(),
+                                e.payload.version
+                            );
+                        }
+                    }
+                    FeedItem::Error(e) => {
+                        return Err(CliError(format!(
+                            "{} (HTTP {}): {}",
+                            e.error, e.status, e.message
+                        )));
+                    }
+                }
+            }
+            return Err(CliError("the host closed the change feed".into()));
+        }
         FilesCommand::History { path } => {
             let h = client
                 .history(&parse_path(&path)?)
@@ -203,4 +241,12 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// An HTTP client for long-lived streams: connect timeout only.
+fn reqwest_client() -> Result<reqwest::Client, CliError> {
+    reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(|e| CliError(format!("cannot build the HTTP client: {e}")))
 }

@@ -382,3 +382,27 @@ fn kill_9(child: &mut Child) {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn files_watch_prints_the_change_feed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &["--store", "memory"]);
+    let key = server.first_key.clone().unwrap();
+    let env = [("WSP_URL", server.url.as_str()), ("WSP_API_KEY", key.as_str())];
+    let put = wsp(&["files", "put", "a.md"], &env, Some("one"));
+    assert!(put.status.success());
+    let mut watch = Command::new(WSP)
+        .args(["files", "watch", "--since", "0", "--url", &server.url, "--key", &key])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "1\ta.md\tv1");
+    wsp(&["files", "put", "a.md"], &env, Some("two"));
+    wsp(&["files", "rm", "a.md"], &env, None);
+    assert_eq!(lines.next().unwrap().unwrap(), "2\ta.md\tv2");
+    assert_eq!(lines.next().unwrap().unwrap(), "3\ta.md\tv3");
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+}

@@ -1,14 +1,37 @@
 //! `cargo xtask openapi`: `api/openapi.json` from the server's own route annotations (utoipa),
 //! with our `schemas/` as the component schemas.
+//!
+//! The document is printed by the `openapi_document` example of `wsp-server`, run as a
+//! subprocess, so xtask itself does not link the server.
+
+use std::process::Command;
 
 use crate::Result;
-use crate::project::ensure_file_contents;
+use crate::project::{ensure_file_contents, project_root};
 
 /// Writes (or, under `check`, verifies) `api/openapi.json`.
 pub(crate) fn generate(check: bool) -> Result<()> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "wsp-server",
+            "--example",
+            "openapi_document",
+        ])
+        .current_dir(project_root())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "the openapi_document example failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
     ensure_file_contents(
         "api/openapi.json",
-        &wsp_server::openapi::document_text(),
+        &String::from_utf8(out.stdout)?,
         check,
         "cargo xtask openapi",
     )

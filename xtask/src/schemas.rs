@@ -411,26 +411,25 @@ mod tests {
                 .iter()
                 .all(|k| s.get(k).is_none())
         }));
-        let titles: Vec<&str> = defs.keys().map(String::as_str).collect();
-        assert_eq!(
-            titles,
-            [
-                "AgentsCapability",
-                "Discovery",
-                "DiscoveryLimits",
-                "ErrorEnvelope",
-                "Implementation",
-                "InstallScope",
-                "ManifestRuntimeCapability",
-                "WorkspaceCapability",
-                "WorkspaceFile",
-                "WorkspaceFileCreate",
-                "WorkspaceFileHistory",
-                "WorkspaceFileList",
-                "WorkspaceFileMeta",
-                "WorkspaceUpdated"
-            ]
-        );
+        // Every file's title is a definition, and so is every `$defs` entry of every file.
+        for file in load_all().unwrap() {
+            let title = file.schema["title"].as_str().unwrap();
+            assert!(defs.contains_key(title), "{title} missing from the bundle");
+            if let Some(Value::Object(local)) = file.schema.get("$defs") {
+                for name in local.keys() {
+                    assert!(defs.contains_key(name), "{name} missing from the bundle");
+                }
+            }
+        }
+        for core in [
+            "Discovery",
+            "DiscoveryLimits",
+            "ErrorEnvelope",
+            "WorkspaceFile",
+            "WorkspaceFileMeta",
+        ] {
+            assert!(defs.contains_key(core), "{core}");
+        }
     }
 
     #[test]

@@ -388,11 +388,23 @@ fn files_watch_prints_the_change_feed() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), &["--store", "memory"]);
     let key = server.first_key.clone().unwrap();
-    let env = [("WSP_URL", server.url.as_str()), ("WSP_API_KEY", key.as_str())];
+    let env = [
+        ("WSP_URL", server.url.as_str()),
+        ("WSP_API_KEY", key.as_str()),
+    ];
     let put = wsp(&["files", "put", "a.md"], &env, Some("one"));
     assert!(put.status.success());
     let mut watch = Command::new(WSP)
-        .args(["files", "watch", "--since", "0", "--url", &server.url, "--key", &key])
+        .args([
+            "files",
+            "watch",
+            "--since",
+            "0",
+            "--url",
+            &server.url,
+            "--key",
+            &key,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

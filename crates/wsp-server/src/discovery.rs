@@ -5,13 +5,18 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use wsp_store::Limits;
+use wsp_store::{Limits, StoreFeatures};
 
 use crate::{AppState, JSON, ServerConfig, encode};
 
 /// The discovery document, rendered once at start.
-pub(crate) fn document(config: &ServerConfig, limits: &Limits, max_body_bytes: usize) -> Bytes {
-    Bytes::from(encode::discovery(config, limits, max_body_bytes))
+pub(crate) fn document(
+    config: &ServerConfig,
+    limits: &Limits,
+    features: StoreFeatures,
+    max_body_bytes: usize,
+) -> Bytes {
+    Bytes::from(encode::discovery(config, limits, features, max_body_bytes))
 }
 
 /// `GET /.well-known/openwop` (no auth; a bearer header, if sent, is ignored).

@@ -2,11 +2,11 @@
 
 use std::num::NonZeroU64;
 
-use wsp_store::{FileMeta, Limits, StoredFile};
+use wsp_store::{FileMeta, Limits, StoreFeatures, StoredFile};
 use wsp_types::WorkspacePath;
 use wsp_types::wire::{
     Discovery, DiscoveryLimits, Implementation, WorkspaceCapability, WorkspaceFile,
-    WorkspaceFileHistory, WorkspaceFileList, WorkspaceFileMeta,
+    WorkspaceFileHistory, WorkspaceFileList, WorkspaceFileMeta, WspExtensions,
 };
 
 use crate::ServerConfig;
@@ -59,7 +59,12 @@ pub fn history(path: &WorkspacePath, versions: Vec<FileMeta>) -> Vec<u8> {
 }
 
 /// The `Discovery` document.
-pub fn discovery(config: &ServerConfig, limits: &Limits, max_body_bytes: usize) -> Vec<u8> {
+pub fn discovery(
+    config: &ServerConfig,
+    limits: &Limits,
+    features: StoreFeatures,
+    max_body_bytes: usize,
+) -> Vec<u8> {
     let workspace = if config.workspace_enabled {
         WorkspaceCapability {
             supported: true,
@@ -93,5 +98,10 @@ pub fn discovery(config: &ServerConfig, limits: &Limits, max_body_bytes: usize) 
         schema_versions: Default::default(),
         supported_envelopes: vec![],
         workspace: Some(workspace),
+        wsp: config.workspace_enabled.then_some(WspExtensions {
+            events: features.change_feed,
+            history: true,
+            runs: features.snapshots,
+        }),
     })
 }

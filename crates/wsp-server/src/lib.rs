@@ -122,7 +122,7 @@ impl AppState {
                 .saturating_add(64 * 1024),
         )
         .unwrap_or(usize::MAX);
-        let discovery = discovery::document(&config, &limits, max_body_bytes);
+        let discovery = discovery::document(&config, &limits, store.features(), max_body_bytes);
         Self {
             inner: Arc::new(Inner {
                 store,

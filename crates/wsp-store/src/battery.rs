@@ -50,7 +50,8 @@ macro_rules! battery_tests {
             snapshots_belong_to_their_owner,
             the_feed_records_every_change_in_order,
             the_feed_is_per_owner_and_gap_free_under_races,
-            subscribers_hear_of_commits
+            subscribers_hear_of_commits,
+            every_feature_is_offered
         );
     };
     (@each $make:expr; $($name:ident),*) => {
@@ -999,4 +1000,15 @@ where
         page.head, 1,
         "the change is readable when the notice arrives"
     );
+}
+
+/// Every wsp backend implements the whole contract, optional parts included.
+pub async fn every_feature_is_offered<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    assert_eq!(s.features(), crate::StoreFeatures::ALL);
 }

@@ -231,6 +231,23 @@ pub enum StoreError {
     Internal(String),
 }
 
+/// Which optional parts of the [`WorkspaceStore`] contract a store implements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreFeatures {
+    /// Run-start snapshots: `snapshot`, `snapshot_info`, `release_snapshot`, `list_at`, `get_at`.
+    pub snapshots: bool,
+    /// The change feed: `changes` (and, when it can, `subscribe`).
+    pub change_feed: bool,
+}
+
+impl StoreFeatures {
+    /// Everything: what every wsp backend offers.
+    pub const ALL: StoreFeatures = StoreFeatures {
+        snapshots: true,
+        change_feed: true,
+    };
+}
+
 /// A versioned, owner-scoped workspace file store.
 ///
 /// Semantics every backend follows (and [`battery_tests!`] checks):
@@ -244,6 +261,12 @@ pub enum StoreError {
 pub trait WorkspaceStore: Send + Sync + 'static {
     /// The limits this store enforces.
     fn limits(&self) -> Limits;
+
+    /// The optional parts of the contract this store implements (default: none), so a host
+    /// advertises runs and the change feed only when its store has them.
+    fn features(&self) -> StoreFeatures {
+        StoreFeatures::default()
+    }
 
     /// Live files whose path starts with `prefix`, sorted by path (byte order), without content.
     fn list<'a>(

@@ -9,8 +9,8 @@ use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::{
     ChangeEvent, ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
-    Limits, Precondition, SnapshotInfo, StoreError, StoreFuture, StoredFile, WorkspaceStore,
-    check_file_size, new_life_id, new_snapshot_id,
+    Limits, Precondition, SnapshotInfo, StoreError, StoreFeatures, StoreFuture, StoredFile,
+    WorkspaceStore, check_file_size, new_life_id, new_snapshot_id,
 };
 
 /// A [`WorkspaceStore`] held in process memory; everything is lost when it is dropped.
@@ -332,6 +332,10 @@ impl MemoryStore {
 impl WorkspaceStore for MemoryStore {
     fn limits(&self) -> Limits {
         self.limits
+    }
+
+    fn features(&self) -> StoreFeatures {
+        StoreFeatures::ALL
     }
 
     fn list<'a>(

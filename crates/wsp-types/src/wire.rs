@@ -81,6 +81,9 @@ pub struct Discovery {
     /// The workspace file store (RFC 0059); absent when the host has none.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub workspace: ::std::option::Option<WorkspaceCapability>,
+    /// wsp extensions this host serves (absent on hosts that have none). An OpenWOP client ignores this block.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub wsp: ::std::option::Option<WspExtensions>,
 }
 /// Conversation limits every OpenWOP host advertises.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -524,6 +527,17 @@ pub struct WorkspaceUpdated {
     pub path: crate::WorkspacePath,
     /// The version the write created; for a delete, the tombstone's version (the last version plus one).
     pub version: ::std::num::NonZeroU64,
+}
+/// Which wsp extensions beyond OpenWOP v1 the host serves.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WspExtensions {
+    /// `GET /v1/host/workspace/events`: the `workspace.updated` change feed as Server-Sent Events.
+    pub events: bool,
+    /// `GET /v1/host/workspace/history/{path}`: the retained versions of a file.
+    pub history: bool,
+    /// `POST /v1/runs` and the run snapshot reads `GET /v1/runs/{runId}/workspace/files[/{path}]` (RFC 0059 section D).
+    pub runs: bool,
 }
 /// Generation of default values for serde.
 pub mod defaults {

@@ -7,7 +7,7 @@
 use crate::scenario::{Gate, Scenario};
 use crate::scenarios::{
     atomicity, auth, capability, delete, discovery, errors, etag, idempotency, isolation, limits,
-    list, paths, read, redaction, versions, write,
+    list, paths, read, redaction, runs, versions, write,
 };
 
 macro_rules! scenario {
@@ -35,6 +35,8 @@ const MAX_VERSIONS: Gate = Gate::Advertised(&[
 const MAX_FILE_BYTES: Gate = Gate::Advertised(&["workspace.supported", "workspace.maxFileBytes"]);
 const REQUEST_BODY: Gate = Gate::Advertised(&["workspace.supported", "limits.maxRequestBodyBytes"]);
 const MAX_FILES: Gate = Gate::Advertised(&["workspace.supported", "workspace.maxFiles"]);
+const RUNS: Gate = Gate::Advertised(&["workspace.supported", "wsp.runs"]);
+const EVENTS: Gate = Gate::Advertised(&["workspace.supported", "wsp.events"]);
 
 /// Every scenario of the suite, in the order they run and are reported.
 #[rustfmt::skip]
@@ -132,6 +134,14 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-ATOM-004", "WIRE §4", WS, "Racing If-None-Match: * creators: exactly one 200", atomicity::racing_create_only),
 
     scenario!("WS-WSR-001", "RFC 0059 §E WSR-1", WS, "A known secret in written content is stored as [REDACTED:<id>]", redaction::secret_is_redacted),
+
+    scenario!("WS-RUN-001", "RFC 0059 §D, WIRE §6", RUNS, "A write after POST /v1/runs is invisible to that run and visible to the next", runs::writes_after_start_are_invisible),
+    scenario!("WS-RUN-002", "RFC 0059 §D, WIRE §6", RUNS, "A run's snapshot answers the same after a delete and re-create of the path", runs::snapshot_survives_delete_and_recreate),
+    scenario!("WS-RUN-003", "WIRE §6", RUNS, "A cancelled run reports cancelled and its snapshot reads answer 404", runs::ended_runs_release_their_snapshot),
+    scenario!("WS-RUN-004", "RFC 0059 §E WCT-1, WIRE §6", RUNS, "Owner B reading A's run gets exactly the answer for an unknown run", runs::other_owner_sees_no_run),
+    scenario!("WS-EVT-001", "RFC 0059 §C, WIRE §5", EVENTS, "workspace.updated events arrive in commit order; a delete carries the tombstone's version", runs::events_in_commit_order),
+    scenario!("WS-EVT-002", "WIRE §5", EVENTS, "Last-Event-ID resumes with no gap and no duplicate", runs::resume_without_gap_or_duplicate),
+    scenario!("WS-EVT-003", "RFC 0059 §E WCT-1, WIRE §5", EVENTS, "Owner B's feed never carries owner A's changes", runs::other_owner_never_sees_events),
 ];
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub(crate) mod list;
 pub(crate) mod paths;
 pub(crate) mod read;
 pub(crate) mod redaction;
+pub(crate) mod runs;
 pub(crate) mod versions;
 pub(crate) mod write;
 

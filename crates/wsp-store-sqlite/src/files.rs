@@ -6,21 +6,24 @@
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
-use wsp_store::{
-    Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError, StoredFile, new_life_id,
-};
+use wsp_store::{Deleted, FileMeta, FileWrite, Precondition, StoreError, StoredFile, new_life_id};
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
-/// The live file, or with `?4` a retained version of its current life.
+use crate::feed::{self, FeedEntry};
+use crate::{Committed, Policy};
+
+/// The live file, or with `?4` one of the newest `?5` versions of its current life (older rows
+/// an open snapshot keeps are not served).
 const GET: &str = "
     SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content
     FROM files AS f
     JOIN versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
      AND v.life = f.life AND v.version = coalesce(?4, f.version)
-    WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.path = ?3 AND f.live = 1";
+    WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.path = ?3 AND f.live = 1
+      AND v.version > f.version - ?5";
 
-/// Retained versions of the live file's current life, newest first.
+/// The newest `?4` versions of the live file's current life, newest first.
 const HISTORY: &str = "
     SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size
     FROM files AS f
@@ -28,6 +31,7 @@ const HISTORY: &str = "
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
      AND v.life = f.life
     WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.path = ?3 AND f.live = 1
+      AND v.version > f.version - ?4
     ORDER BY v.version DESC";
 
 /// Live files with `?3 <= path < ?4`, in byte order.
@@ -78,22 +82,47 @@ const SET_LIVE: &str = "
 
 const INSERT_VERSION: &str = "
     INSERT INTO versions
-        (tenant, workspace, path, life, version, seq, content_type, author, updated_at, size,
-         content)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+        (tenant, workspace, path, life, version, seq, deleted, content_type, author, updated_at,
+         size, content)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8, ?9, ?10, ?11)";
 
-/// Prunes the versions of a life up to and including `?5`.
-const PRUNE: &str = "
-    DELETE FROM versions
-    WHERE tenant = ?1 AND workspace = ?2 AND path = ?3 AND life = ?4 AND version <= ?5";
+const INSERT_TOMBSTONE: &str = "
+    INSERT INTO versions (tenant, workspace, path, life, version, seq, deleted, updated_at)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)";
+
+/// Records that the path's newest row, `(?4, ?5)`, was followed by the change `?6`.
+const SUPERSEDE: &str = "
+    UPDATE versions SET superseded_by = ?6
+    WHERE tenant = ?1 AND workspace = ?2 AND path = ?3 AND life = ?4 AND version = ?5";
+
+/// Drops the rows of life `?4` up to version `?5` that a newer row superseded and that no open
+/// snapshot sees. The caller picks `?5` below the history window of the live life.
+const PRUNE_LIFE: &str = "
+    DELETE FROM versions AS v
+    WHERE v.tenant = ?1 AND v.workspace = ?2 AND v.path = ?3 AND v.life = ?4
+      AND v.version <= ?5 AND v.superseded_by IS NOT NULL
+      AND NOT EXISTS (
+          SELECT 1 FROM snapshots AS s
+          WHERE s.tenant = ?1 AND s.workspace = ?2 AND s.released_at IS NULL
+            AND s.seq >= v.seq AND s.seq < v.superseded_by)";
+
+/// Whether the owner has an open snapshot (released ones are many and not in this index).
+pub(crate) const ANY_OPEN_SNAPSHOT: &str = "
+    SELECT EXISTS (
+        SELECT 1 FROM snapshots INDEXED BY snapshots_open
+        WHERE tenant = ?1 AND workspace = ?2 AND released_at IS NULL)";
 
 const SET_TOMBSTONE: &str = "
     UPDATE files SET version = ?4, live = 0, seq = ?5
     WHERE tenant = ?1 AND workspace = ?2 AND path = ?3";
 
-/// Drops every stored version of a path: run at delete, so no earlier life is ever stored.
+/// Drops every row of a path: at a delete that no snapshot can see.
 const PURGE_PATH: &str = "
     DELETE FROM versions WHERE tenant = ?1 AND workspace = ?2 AND path = ?3";
+
+/// Forgets a path whose rows are all gone.
+const FORGET_PATH: &str = "
+    DELETE FROM files WHERE tenant = ?1 AND workspace = ?2 AND path = ?3";
 
 /// Live files whose path starts with `prefix`, sorted by path, without content.
 pub(crate) fn list(
@@ -110,7 +139,7 @@ pub(crate) fn list(
         if !path.starts_with(start) {
             return Ok(false);
         }
-        files.push(meta(row, parse_path(path)?)?);
+        files.push(meta(row, parse_path(path, 6)?)?);
         Ok(true)
     };
     let end = prefix_end(start);
@@ -131,12 +160,13 @@ pub(crate) fn list(
     Ok(files)
 }
 
-/// The live file, or a retained version of its current life.
+/// The live file, or one of the newest `keep` versions of its current life.
 pub(crate) fn get(
     conn: &Connection,
     owner: &Owner,
     path: &WorkspacePath,
     version: Option<u64>,
+    keep: i64,
 ) -> Result<StoredFile, StoreError> {
     let version = match version.map(i64::try_from) {
         None => None,
@@ -152,6 +182,7 @@ pub(crate) fn get(
                     owner.workspace.as_str(),
                     path.as_str(),
                     version,
+                    keep,
                 ),
                 |row| {
                     Ok(StoredFile {
@@ -166,11 +197,12 @@ pub(crate) fn get(
         .ok_or(StoreError::NotFound)
 }
 
-/// Retained versions of the live file's current life, newest first.
+/// The newest `keep` versions of the live file's current life, newest first.
 pub(crate) fn history(
     conn: &Connection,
     owner: &Owner,
     path: &WorkspacePath,
+    keep: i64,
 ) -> Result<Vec<FileMeta>, StoreError> {
     let versions = conn
         .prepare_cached(HISTORY)
@@ -180,6 +212,7 @@ pub(crate) fn history(
                     owner.tenant.as_str(),
                     owner.workspace.as_str(),
                     path.as_str(),
+                    keep,
                 ),
                 |row| meta(row, path.clone()),
             )?
@@ -193,7 +226,7 @@ pub(crate) fn history(
     Ok(versions)
 }
 
-/// The state of a path as stored in `files`.
+/// The state of a path as stored in `files`: its newest row is `(life, version)`.
 struct Current {
     life: i64,
     version: i64,
@@ -234,17 +267,36 @@ fn current(
         .optional()
 }
 
+/// Runs one owner-and-path statement with extra parameters.
+fn exec(
+    tx: &Connection,
+    sql: &str,
+    owner: &Owner,
+    path: &WorkspacePath,
+    extra: &[&dyn ToSql],
+) -> rusqlite::Result<usize> {
+    let (tenant, workspace, path) = (
+        owner.tenant.as_str(),
+        owner.workspace.as_str(),
+        path.as_str(),
+    );
+    let mut params: Vec<&dyn ToSql> = vec![&tenant, &workspace, &path];
+    params.extend_from_slice(extra);
+    tx.prepare_cached(sql)?.execute(params.as_slice())
+}
+
 /// Creates or replaces a file in one immediate transaction: precondition, `maxFiles`, version
-/// bump, sequence number and pruning to `max_versions` commit together or not at all.
+/// bump, sequence number, pruning and the change-feed entry commit together or not at all.
 pub(crate) fn put(
     conn: &mut Connection,
-    limits: &Limits,
+    policy: &Policy,
     owner: &Owner,
     path: &WorkspacePath,
     write: FileWrite,
     precondition: &Precondition,
-) -> Result<StoredFile, StoreError> {
+) -> Result<Committed<StoredFile>, StoreError> {
     let fail = |e| sqlite_error("put", e);
+    let limits = &policy.limits;
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -304,41 +356,67 @@ pub(crate) fn put(
             ))
         })
         .map_err(fail)?;
-    let keep = i64::try_from(limits.max_versions.max(1)).unwrap_or(i64::MAX);
-    if version > keep {
-        tx.prepare_cached(PRUNE)
-            .and_then(|mut stmt| {
-                stmt.execute((tenant, workspace, path.as_str(), life, version - keep))
-            })
-            .map_err(fail)?;
+    if let Some(previous) = &state {
+        exec(
+            &tx,
+            SUPERSEDE,
+            owner,
+            path,
+            &[&previous.life, &previous.version, &seq],
+        )
+        .map_err(fail)?;
+        // The rows the history window no longer covers: those of the live life below it, or,
+        // when this write starts a new life, the tombstone (and all) of the previous one.
+        let (prune_life, up_to) = if previous.live {
+            (life, version - policy.keep())
+        } else {
+            (previous.life, previous.version)
+        };
+        if up_to >= 1 {
+            exec(&tx, PRUNE_LIFE, owner, path, &[&prune_life, &up_to]).map_err(fail)?;
+        }
     }
+    let event = FeedEntry {
+        seq,
+        path,
+        version,
+        deleted: false,
+        at: updated_at,
+    };
+    feed::append(&tx, owner, &event, policy.feed_retention).map_err(fail)?;
     tx.commit().map_err(fail)?;
     let FileWrite {
         content,
         content_type,
         author,
     } = write;
-    Ok(StoredFile {
-        meta: FileMeta {
-            path: path.clone(),
-            content_type,
-            version: version as u64,
-            etag: ETag::mint(life_id(life), version as u64),
-            updated_at,
-            size: size as u64,
-            author,
+    Ok(Committed {
+        value: StoredFile {
+            meta: FileMeta {
+                path: path.clone(),
+                content_type,
+                version: version as u64,
+                etag: ETag::mint(life_id(life), version as u64),
+                updated_at,
+                size: size as u64,
+                author,
+            },
+            content,
         },
-        content,
+        seq: seq as u64,
     })
 }
 
-/// Tombstones the live file in one immediate transaction and drops its stored versions.
+/// Tombstones the live file in one immediate transaction. With no open snapshot of the owner
+/// nothing can see the deleted life any more, so the path is forgotten; otherwise a tombstone
+/// row is added and the deleted life keeps only the rows an open snapshot sees.
 pub(crate) fn delete(
     conn: &mut Connection,
+    policy: &Policy,
     owner: &Owner,
     path: &WorkspacePath,
     precondition: &Precondition,
-) -> Result<Deleted, StoreError> {
+) -> Result<Committed<Deleted>, StoreError> {
     let fail = |e| sqlite_error("delete", e);
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
     let tx = conn
@@ -358,20 +436,54 @@ pub(crate) fn delete(
         .prepare_cached(BUMP_OWNER_FOR_DELETE)
         .and_then(|mut stmt| stmt.query_row((tenant, workspace), |row| row.get(0)))
         .map_err(fail)?;
-    tx.prepare_cached(SET_TOMBSTONE)
-        .and_then(|mut stmt| stmt.execute((tenant, workspace, path.as_str(), tombstone, seq)))
+    let at = now();
+    let pinned: bool = tx
+        .prepare_cached(ANY_OPEN_SNAPSHOT)
+        .and_then(|mut stmt| stmt.query_row((tenant, workspace), |row| row.get(0)))
         .map_err(fail)?;
-    tx.prepare_cached(PURGE_PATH)
-        .and_then(|mut stmt| stmt.execute((tenant, workspace, path.as_str())))
+    if pinned {
+        let micros = at.timestamp_micros();
+        exec(
+            &tx,
+            INSERT_TOMBSTONE,
+            owner,
+            path,
+            &[&state.life, &tombstone, &seq, &micros],
+        )
         .map_err(fail)?;
+        exec(
+            &tx,
+            SUPERSEDE,
+            owner,
+            path,
+            &[&state.life, &state.version, &seq],
+        )
+        .map_err(fail)?;
+        exec(&tx, SET_TOMBSTONE, owner, path, &[&tombstone, &seq]).map_err(fail)?;
+        exec(&tx, PRUNE_LIFE, owner, path, &[&state.life, &state.version]).map_err(fail)?;
+    } else {
+        exec(&tx, PURGE_PATH, owner, path, &[]).map_err(fail)?;
+        exec(&tx, FORGET_PATH, owner, path, &[]).map_err(fail)?;
+    }
+    let event = FeedEntry {
+        seq,
+        path,
+        version: tombstone,
+        deleted: true,
+        at,
+    };
+    feed::append(&tx, owner, &event, policy.feed_retention).map_err(fail)?;
     tx.commit().map_err(fail)?;
-    Ok(Deleted {
-        version: tombstone as u64,
+    Ok(Committed {
+        value: Deleted {
+            version: tombstone as u64,
+        },
+        seq: seq as u64,
     })
 }
 
 /// Metadata from columns 0..=5: life, version, content_type, author, updated_at, size.
-fn meta(row: &Row<'_>, path: WorkspacePath) -> rusqlite::Result<FileMeta> {
+pub(crate) fn meta(row: &Row<'_>, path: WorkspacePath) -> rusqlite::Result<FileMeta> {
     let life: i64 = row.get(0)?;
     let version: i64 = row.get(1)?;
     let micros: i64 = row.get(4)?;
@@ -381,27 +493,33 @@ fn meta(row: &Row<'_>, path: WorkspacePath) -> rusqlite::Result<FileMeta> {
         content_type: row.get(2)?,
         version: version as u64,
         etag: ETag::mint(life_id(life), version as u64),
-        updated_at: DateTime::from_timestamp_micros(micros)
-            .ok_or_else(|| rusqlite::Error::IntegralValueOutOfRange(4, micros))?,
+        updated_at: time(micros, 4)?,
         size: size as u64,
         author: row.get(3)?,
     })
 }
 
-fn parse_path(raw: String) -> rusqlite::Result<WorkspacePath> {
+/// A stored time (microseconds since the epoch) read from result column `column`.
+pub(crate) fn time(micros: i64, column: usize) -> rusqlite::Result<DateTime<Utc>> {
+    DateTime::from_timestamp_micros(micros)
+        .ok_or(rusqlite::Error::IntegralValueOutOfRange(column, micros))
+}
+
+/// A stored path read from result column `column`.
+pub(crate) fn parse_path(raw: String, column: usize) -> rusqlite::Result<WorkspacePath> {
     WorkspacePath::parse(&raw).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, e.into())
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, e.into())
     })
 }
 
 /// A life id as stored (an INTEGER holds the u64 bit pattern).
-fn life_id(stored: i64) -> u64 {
+pub(crate) fn life_id(stored: i64) -> u64 {
     stored as u64
 }
 
 /// The current time at the precision stored (microseconds), so what a write returns equals what
 /// a later read returns.
-fn now() -> DateTime<Utc> {
+pub(crate) fn now() -> DateTime<Utc> {
     let now = Utc::now();
     DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
 }
@@ -409,7 +527,7 @@ fn now() -> DateTime<Utc> {
 /// The least string greater than every string that starts with `prefix`, when there is one
 /// that is easy to name: `prefix` with its last character incremented. Prefixes are ASCII
 /// (`WorkspacePrefix` allows `A-Z a-z 0-9 . _ / -`), so the increment stays ASCII.
-fn prefix_end(prefix: &str) -> Option<String> {
+pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
     let last = *prefix.as_bytes().last()?;
     if last >= 0x7f {
         return None;
@@ -421,7 +539,7 @@ fn prefix_end(prefix: &str) -> Option<String> {
 
 /// Maps an SQLite failure: busy or locked past the busy timeout is retryable, anything else is
 /// internal. The text names the operation and SQLite's reason, never a value that was bound.
-fn sqlite_error(op: &str, e: rusqlite::Error) -> StoreError {
+pub(crate) fn sqlite_error(op: &str, e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
     match e.sqlite_error_code() {
         Some(DatabaseBusy | DatabaseLocked) => {
@@ -456,7 +574,9 @@ mod tests {
     #[test]
     fn statements_use_the_primary_keys() {
         let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(crate::schema::MIGRATIONS[0]).unwrap();
+        for migration in crate::schema::MIGRATIONS {
+            conn.execute_batch(migration).unwrap();
+        }
         let statements = [
             GET,
             HISTORY,
@@ -468,10 +588,17 @@ mod tests {
             BUMP_OWNER_FOR_DELETE,
             SET_LIVE,
             INSERT_VERSION,
-            PRUNE,
+            INSERT_TOMBSTONE,
+            SUPERSEDE,
+            PRUNE_LIFE,
+            ANY_OPEN_SNAPSHOT,
             SET_TOMBSTONE,
             PURGE_PATH,
-        ];
+            FORGET_PATH,
+        ]
+        .into_iter()
+        .chain(crate::feed::STATEMENTS.iter().copied())
+        .chain(crate::snapshots::STATEMENTS.iter().copied());
         for sql in statements {
             let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
@@ -480,16 +607,31 @@ mod tests {
                 .unwrap()
                 .collect::<Result<_, _>>()
                 .unwrap();
+            if std::env::var_os("WSP_SHOW_PLANS").is_some() {
+                eprintln!("{sql}\n  {}", plan.join("\n  "));
+            }
             for step in &plan {
-                assert!(
-                    !step.starts_with("SCAN") && !step.contains("TEMP B-TREE"),
-                    "{step} in {sql}"
-                );
+                // A SELECT without FROM "scans" its one constant row.
+                let scan = step.starts_with("SCAN") && step != "SCAN CONSTANT ROW";
+                assert!(!scan && !step.contains("TEMP B-TREE"), "{step} in {sql}");
             }
             assert!(
                 !sql.contains("SELECT") || !plan.is_empty(),
                 "a query has a plan: {sql}"
             );
+            let expected = [
+                (PRUNE_LIFE, "INDEX snapshots_open"),
+                (ANY_OPEN_SNAPSHOT, "INDEX snapshots_open"),
+            ]
+            .iter()
+            .chain(crate::snapshots::EXPECTED_INDEXES)
+            .filter(|(s, _)| *s == sql);
+            for (_, index) in expected {
+                assert!(
+                    plan.iter().any(|step| step.contains(index)),
+                    "{index} not in {plan:?} of {sql}"
+                );
+            }
         }
     }
 }

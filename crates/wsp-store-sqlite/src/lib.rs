@@ -4,27 +4,49 @@
 //! acknowledged only after its transaction is committed and its WAL frames are synced
 //! (`synchronous=FULL`), so acknowledged writes survive `kill -9` (and power loss, as far as the
 //! disk honours `fsync`); every statement on workspace data names the owner (`tenant`,
-//! `workspace`) in its WHERE clause or key.
+//! `workspace`) in its WHERE clause or key; a row that an open snapshot can see is never pruned,
+//! and a row that nothing can see (history, an open snapshot, or being a path's newest row) is
+//! never kept.
 //!
 //! # Design
 //!
 //! - **One writer, many readers.** A single read-write connection sits behind a lock (SQLite
 //!   admits one writer at a time anyway) and runs every write as one `BEGIN IMMEDIATE`
-//!   transaction: precondition, `maxFiles`, version bump, change sequence and history pruning
-//!   commit together. A fixed pool of read-only connections serves reads; in WAL mode each read
-//!   sees a committed snapshot and never waits for the writer.
+//!   transaction: precondition, `maxFiles`, version bump, change sequence, pruning and the
+//!   change-feed entry commit together. A fixed pool of read-only connections serves reads; in
+//!   WAL mode each read sees a committed snapshot and never waits for the writer.
 //! - **Blocking work off the async threads.** Every call runs its SQLite work in
 //!   [`tokio::task::spawn_blocking`], so the store must be used from within a Tokio runtime.
 //!   Calls wait for the writer or a free reader asynchronously, so the blocking pool holds at
 //!   most one thread per connection.
-//! - **Schema.** `owners` (per-owner change sequence and live-file count), `files` (the current
-//!   state of each path: live or tombstoned, with the sequence number of its last change) and
-//!   `versions` (retained versions with content). Migrations are a list indexed by SQLite's
-//!   `user_version`; the header's `application_id` marks the file as wsp's.
-//! - **Deletes** tombstone the path in `files` and drop all its stored versions in the same
-//!   transaction, so no earlier life is ever stored, let alone served.
+//! - **Schema.** `owners` (per-owner change sequence `seq` and live-file count); `files` (per
+//!   path its newest row: live, or tombstoned while an open snapshot may need the path);
+//!   `versions` (the rows of each path in commit order, each with the `seq` of its change and
+//!   `superseded_by`, the `seq` of the path's next row: versions with content, and tombstones
+//!   with `deleted = 1` and no content); `snapshots` (`id`, the `seq` it pins, label, creation,
+//!   release and outcome); `events` (the change feed: `seq`, path, version, delete flag, time).
+//!   Migrations are a list indexed by SQLite's `user_version`; the header's `application_id`
+//!   marks the file as wsp's.
+//! - **Snapshots** are one INSERT that reads `owners.seq`: the cost does not depend on how many
+//!   files the owner has. A read as of a snapshot at `s` takes, per path, the newest row with
+//!   `seq <= s` (one index seek per path); a tombstone there means "absent then". Snapshots live
+//!   in the file, so runs survive a restart.
+//! - **Pruning** keeps exactly what the reference `MemoryStore` keeps: per path, its newest row,
+//!   the newest `max_versions` versions of its live life, and for each open snapshot the row it
+//!   sees (`seq <= s < superseded_by`). A write re-checks the rows that left the history window;
+//!   a delete with no open snapshot forgets the path entirely (rows and `files` row), otherwise
+//!   it adds a tombstone row and keeps of the deleted life only what a snapshot sees; a release
+//!   re-checks the rows the released snapshot saw (at most one per change since it was taken)
+//!   and, when it was the owner's last open snapshot, forgets tombstoned paths. `get` with a
+//!   version and `history` serve only the newest `max_versions` versions of the live life, even
+//!   when a snapshot keeps older ones.
+//! - **The change feed** gets one `events` row per write or delete in the change's own
+//!   transaction, and keeps the newest [`SqliteOptions::feed_retention`] per owner (older ones
+//!   are dropped by a range delete in the same transaction). After each commit the store sends
+//!   a [`ChangeNotice`] to the receivers of [`subscribe`](WorkspaceStore::subscribe) on this
+//!   store and its clones.
 //! - **Limits** are checked in the write transaction. Lowering `max_versions` between opens
-//!   prunes each path at its next write.
+//!   applies to reads at once and frees storage at each path's next write.
 //!
 //! ```
 //! use wsp_store::{FileWrite, Limits, Precondition, WorkspaceStore};
@@ -47,10 +69,12 @@
 //! ```
 
 pub mod approvals;
+mod feed;
 mod files;
 pub mod keys;
 mod readers;
 mod schema;
+mod snapshots;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -58,9 +82,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
+use tokio::sync::broadcast;
 use wsp_store::{
-    Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError, StoreFuture, StoredFile,
-    WorkspaceStore, check_file_size,
+    ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
+    Precondition, SnapshotInfo, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
+    check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -69,7 +95,10 @@ pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 use readers::ReaderPool;
 
 /// Prepared statements kept per connection: more than the store ever uses.
-const STATEMENT_CACHE: usize = 32;
+const STATEMENT_CACHE: usize = 64;
+
+/// Change notices buffered per subscriber; one that lags further loses notices, not changes.
+const NOTICE_BUFFER: usize = 1024;
 
 /// Why a database file could not be opened as a wsp store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -131,15 +160,18 @@ pub enum OpenError {
 pub struct SqliteOptions {
     busy_timeout: Duration,
     readers: usize,
+    feed_retention: u64,
 }
 
 impl Default for SqliteOptions {
-    /// A 5 s busy timeout and two read-only connections per available core (at least 4).
+    /// A 5 s busy timeout, two read-only connections per available core (at least 4) and a
+    /// change feed of [`DEFAULT_FEED_RETENTION`] events per owner.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Self {
             busy_timeout: Duration::from_secs(5),
             readers: (2 * cores).clamp(4, 64),
+            feed_retention: DEFAULT_FEED_RETENTION,
         }
     }
 }
@@ -158,6 +190,34 @@ impl SqliteOptions {
         self.readers = readers.max(1);
         self
     }
+
+    /// How many of its newest changes each owner's feed retains (at least 1). Older events are
+    /// dropped in the write that pushes them out; a reader asking for them learns the oldest
+    /// position still retained ([`ChangePage::oldest`]).
+    pub fn feed_retention(mut self, events: u64) -> Self {
+        self.feed_retention = events.max(1);
+        self
+    }
+}
+
+/// What a write transaction enforces.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Policy {
+    pub(crate) limits: Limits,
+    pub(crate) feed_retention: u64,
+}
+
+impl Policy {
+    /// Versions retained per path, as stored (at least 1).
+    pub(crate) fn keep(&self) -> i64 {
+        i64::try_from(self.limits.max_versions.max(1)).unwrap_or(i64::MAX)
+    }
+}
+
+/// The result of a committed change, with the owner's sequence number it took.
+pub(crate) struct Committed<T> {
+    pub(crate) value: T,
+    pub(crate) seq: u64,
 }
 
 /// A [`WorkspaceStore`] in one SQLite database file.
@@ -171,7 +231,8 @@ pub struct SqliteStore {
 
 struct Shared {
     path: PathBuf,
-    limits: Limits,
+    policy: Policy,
+    notices: broadcast::Sender<ChangeNotice>,
     // Dropped before the writer, so that the writer closes last and its close checkpoints the
     // WAL into the database file and removes it.
     readers: ReaderPool,
@@ -183,7 +244,8 @@ impl fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqliteStore")
             .field("path", &self.shared.path)
-            .field("limits", &self.shared.limits)
+            .field("limits", &self.shared.policy.limits)
+            .field("feed_retention", &self.shared.policy.feed_retention)
             .finish_non_exhaustive()
     }
 }
@@ -216,7 +278,11 @@ impl SqliteStore {
         Ok(Self {
             shared: Arc::new(Shared {
                 path: path.to_owned(),
-                limits,
+                policy: Policy {
+                    limits,
+                    feed_retention: options.feed_retention,
+                },
+                notices: broadcast::channel(NOTICE_BUFFER).0,
                 readers: ReaderPool::new(readers),
                 writer: Arc::new(tokio::sync::Mutex::new(writer)),
             }),
@@ -245,13 +311,30 @@ impl SqliteStore {
     fn write<T, F>(&self, write: F) -> StoreFuture<'static, T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection, &Limits) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&mut Connection, &Policy) -> Result<T, StoreError> + Send + 'static,
     {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
             let mut conn = Arc::clone(&shared.writer).lock_owned().await;
             // A panic in `write` rolls its transaction back while unwinding, then unlocks.
-            blocking(move || write(&mut conn, &shared.limits)).await
+            blocking(move || write(&mut conn, &shared.policy)).await
+        })
+    }
+
+    /// Runs `change` like [`write`](Self::write), then tells subscribers of `owner` about it.
+    fn change<T, F>(&self, owner: &Owner, change: F) -> StoreFuture<'static, T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Policy) -> Result<Committed<T>, StoreError> + Send + 'static,
+    {
+        let (shared, owner) = (Arc::clone(&self.shared), owner.clone());
+        self.write(move |conn, policy| {
+            let Committed { value, seq } = change(conn, policy)?;
+            // Sent after COMMIT returned and under the writer lock, so notices arrive in
+            // sequence order and never announce a change that could still roll back. No
+            // receiver is fine: nobody is watching.
+            let _ = shared.notices.send(ChangeNotice { owner, seq });
+            Ok(value)
         })
     }
 }
@@ -275,7 +358,11 @@ where
 
 impl WorkspaceStore for SqliteStore {
     fn limits(&self) -> Limits {
-        self.shared.limits
+        self.shared.policy.limits
+    }
+
+    fn features(&self) -> StoreFeatures {
+        StoreFeatures::ALL
     }
 
     fn list<'a>(
@@ -294,7 +381,8 @@ impl WorkspaceStore for SqliteStore {
         version: Option<u64>,
     ) -> StoreFuture<'a, StoredFile> {
         let (owner, path) = (owner.clone(), path.clone());
-        self.read(move |conn| files::get(conn, &owner, &path, version))
+        let keep = self.shared.policy.keep();
+        self.read(move |conn| files::get(conn, &owner, &path, version, keep))
     }
 
     fn put<'a>(
@@ -304,12 +392,12 @@ impl WorkspaceStore for SqliteStore {
         write: FileWrite,
         precondition: Precondition,
     ) -> StoreFuture<'a, StoredFile> {
-        if let Err(e) = check_file_size(&self.shared.limits, &write) {
+        if let Err(e) = check_file_size(&self.shared.policy.limits, &write) {
             return Box::pin(std::future::ready(Err(e)));
         }
-        let (owner, path) = (owner.clone(), path.clone());
-        self.write(move |conn, limits| {
-            files::put(conn, limits, &owner, &path, write, &precondition)
+        let (o, path) = (owner.clone(), path.clone());
+        self.change(owner, move |conn, policy| {
+            files::put(conn, policy, &o, &path, write, &precondition)
         })
     }
 
@@ -319,8 +407,10 @@ impl WorkspaceStore for SqliteStore {
         path: &'a WorkspacePath,
         precondition: Precondition,
     ) -> StoreFuture<'a, Deleted> {
-        let (owner, path) = (owner.clone(), path.clone());
-        self.write(move |conn, _| files::delete(conn, &owner, &path, &precondition))
+        let (o, path) = (owner.clone(), path.clone());
+        self.change(owner, move |conn, policy| {
+            files::delete(conn, policy, &o, &path, &precondition)
+        })
     }
 
     fn history<'a>(
@@ -329,7 +419,68 @@ impl WorkspaceStore for SqliteStore {
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         let (owner, path) = (owner.clone(), path.clone());
-        self.read(move |conn| files::history(conn, &owner, &path))
+        let keep = self.shared.policy.keep();
+        self.read(move |conn| files::history(conn, &owner, &path, keep))
+    }
+
+    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let (owner, label) = (owner.clone(), label.to_owned());
+        self.write(move |conn, _| snapshots::take(conn, &owner, &label))
+    }
+
+    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let (owner, id) = (owner.clone(), id.to_owned());
+        self.read(move |conn| snapshots::info(conn, &owner, &id))
+    }
+
+    fn release_snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        let (owner, id, outcome) = (owner.clone(), id.to_owned(), outcome.to_owned());
+        self.write(move |conn, policy| {
+            snapshots::release(conn, policy.keep(), &owner, &id, &outcome)
+        })
+    }
+
+    fn list_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        let (owner, id, prefix) = (owner.clone(), snapshot.to_owned(), prefix.clone());
+        self.read(move |conn| snapshots::list_at(conn, &owner, &id, &prefix))
+    }
+
+    fn get_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, StoredFile> {
+        let (owner, id, path) = (owner.clone(), snapshot.to_owned(), path.clone());
+        self.read(move |conn| snapshots::get_at(conn, &owner, &id, &path))
+    }
+
+    fn changes<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, ChangePage> {
+        let owner = owner.clone();
+        self.read(move |conn| feed::changes(conn, &owner, after, limit))
+    }
+
+    /// Notices of the changes committed through this store and its clones. A second
+    /// [`SqliteStore`] opened on the same file (another process, say) has its own channel:
+    /// its commits reach its own subscribers, and readers here see them by polling
+    /// [`changes`](WorkspaceStore::changes).
+    fn subscribe(&self) -> Option<broadcast::Receiver<ChangeNotice>> {
+        Some(self.shared.notices.subscribe())
     }
 }
 

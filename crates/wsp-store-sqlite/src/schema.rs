@@ -13,7 +13,7 @@ use crate::OpenError;
 /// The `application_id` stamped into every wsp database header (`"wspw"`, big-endian).
 pub const APPLICATION_ID: i32 = i32::from_be_bytes(*b"wspw");
 
-/// The schema version this build creates and understands: the length of [`MIGRATIONS`].
+/// The schema version this build creates and understands: the number of migrations.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The WAL file is truncated back to this size after a checkpoint that emptied it.
@@ -66,6 +66,88 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant, workspace, path, life, version),
         FOREIGN KEY (tenant, workspace, path) REFERENCES files (tenant, workspace, path)
     ) STRICT;
+    ",
+    // 2: tombstone rows, run-start snapshots and the change feed.
+    //
+    // `versions` becomes the list of rows of each path in commit order: a version, or with
+    // `deleted = 1` the tombstone of a delete (NULL content, type and size; its `version` is the
+    // tombstone's, its `updated_at` the delete's time). `superseded_by` is the sequence number of
+    // the path's next row (NULL for the newest), so a row is what a snapshot at sequence number
+    // `s` sees exactly when `seq <= s < superseded_by`. The table is rebuilt to keep `content`
+    // last; existing rows get `superseded_by` from their successor. Tombstoned `files` rows had
+    // all their versions purged at delete under schema 1, so nothing can see them: forgotten.
+    //
+    // `snapshots` pins `seq` of an owner until released (`released_at`, `outcome`). `events` is
+    // the per-owner change feed, one row per committed write or delete, trimmed to the newest
+    // rows (the retention is an open option, not part of the schema).
+    r"
+    CREATE TABLE versions_2 (
+        tenant        TEXT    NOT NULL,
+        workspace     TEXT    NOT NULL,
+        path          TEXT    NOT NULL COLLATE BINARY,
+        life          INTEGER NOT NULL,
+        version       INTEGER NOT NULL CHECK (version >= 1),
+        seq           INTEGER NOT NULL,
+        superseded_by INTEGER CHECK (superseded_by > seq),
+        deleted       INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+        content_type  TEXT,
+        author        TEXT,
+        updated_at    INTEGER NOT NULL,
+        size          INTEGER CHECK (size >= 0),
+        content       TEXT,
+        CHECK (CASE deleted
+            WHEN 0 THEN content IS NOT NULL AND content_type IS NOT NULL AND size IS NOT NULL
+            ELSE content IS NULL AND content_type IS NULL AND size IS NULL AND author IS NULL
+        END),
+        PRIMARY KEY (tenant, workspace, path, life, version),
+        FOREIGN KEY (tenant, workspace, path) REFERENCES files (tenant, workspace, path)
+    ) STRICT;
+
+    INSERT INTO versions_2
+        (tenant, workspace, path, life, version, seq, superseded_by, deleted, content_type,
+         author, updated_at, size, content)
+    SELECT tenant, workspace, path, life, version, seq,
+           lead(seq) OVER (PARTITION BY tenant, workspace, path ORDER BY seq),
+           0, content_type, author, updated_at, size, content
+    FROM versions;
+
+    DROP TABLE versions;
+    ALTER TABLE versions_2 RENAME TO versions;
+
+    CREATE UNIQUE INDEX versions_by_seq ON versions (tenant, workspace, path, seq);
+    CREATE INDEX versions_superseded ON versions (tenant, workspace, superseded_by)
+        WHERE superseded_by IS NOT NULL;
+
+    DELETE FROM versions
+    WHERE (tenant, workspace, path) IN (SELECT tenant, workspace, path FROM files WHERE live = 0);
+    DELETE FROM files WHERE live = 0;
+    CREATE INDEX files_tombstoned ON files (tenant, workspace, path) WHERE live = 0;
+
+    CREATE TABLE snapshots (
+        tenant      TEXT    NOT NULL,
+        workspace   TEXT    NOT NULL,
+        id          TEXT    NOT NULL,
+        seq         INTEGER NOT NULL CHECK (seq >= 0),
+        label       TEXT    NOT NULL,
+        created_at  INTEGER NOT NULL,
+        released_at INTEGER,
+        outcome     TEXT,
+        CHECK ((released_at IS NULL) = (outcome IS NULL)),
+        PRIMARY KEY (tenant, workspace, id)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX snapshots_open ON snapshots (tenant, workspace, seq)
+        WHERE released_at IS NULL;
+
+    CREATE TABLE events (
+        tenant    TEXT    NOT NULL,
+        workspace TEXT    NOT NULL,
+        seq       INTEGER NOT NULL CHECK (seq >= 1),
+        path      TEXT    NOT NULL,
+        version   INTEGER NOT NULL CHECK (version >= 1),
+        deleted   INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+        at        INTEGER NOT NULL,
+        PRIMARY KEY (tenant, workspace, seq)
+    ) STRICT, WITHOUT ROWID;
     ",
 ];
 

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use tempfile::TempDir;
 use wsp_store::{
-    Deleted, FileMeta, FileWrite, Limits, Precondition, StoreFuture, StoredFile, WorkspaceStore,
+    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, SnapshotInfo,
+    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
 };
 use wsp_store_sqlite::SqliteStore;
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
@@ -28,6 +29,10 @@ impl TempStore {
 impl WorkspaceStore for TempStore {
     fn limits(&self) -> Limits {
         self.store.limits()
+    }
+
+    fn features(&self) -> StoreFeatures {
+        self.store.features()
     }
 
     fn list<'a>(
@@ -72,6 +77,54 @@ impl WorkspaceStore for TempStore {
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         self.store.history(owner, path)
+    }
+
+    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        self.store.snapshot(owner, label)
+    }
+
+    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        self.store.snapshot_info(owner, id)
+    }
+
+    fn release_snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        self.store.release_snapshot(owner, id, outcome)
+    }
+
+    fn list_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        self.store.list_at(owner, snapshot, prefix)
+    }
+
+    fn get_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, StoredFile> {
+        self.store.get_at(owner, snapshot, path)
+    }
+
+    fn changes<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, ChangePage> {
+        self.store.changes(owner, after, limit)
+    }
+
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<ChangeNotice>> {
+        self.store.subscribe()
     }
 }
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 use tempfile::TempDir;
-use wsp_store::{FileWrite, Limits, Precondition, StoreError, StoredFile, WorkspaceStore};
+use wsp_store::{
+    FileWrite, Limits, Precondition, SnapshotInfo, StoreError, StoredFile, WorkspaceStore,
+};
 use wsp_store_sqlite::{APPLICATION_ID, OpenError, SCHEMA_VERSION, SqliteOptions, SqliteStore};
 use wsp_types::{LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
@@ -62,11 +64,38 @@ async fn observe(s: &SqliteStore, o: &Owner) -> Vec<(Vec<StoredFile>, Vec<wsp_st
     seen
 }
 
+/// Everything a client can observe of one snapshot: its record, its list, and each listed file.
+async fn observe_snapshot(
+    s: &SqliteStore,
+    o: &Owner,
+    id: &str,
+) -> (SnapshotInfo, Vec<wsp_store::FileMeta>, Vec<StoredFile>) {
+    let info = s.snapshot_info(o, id).await.unwrap();
+    let listed = s.list_at(o, id, &WorkspacePrefix::all()).await.unwrap();
+    let mut files = Vec::new();
+    for meta in &listed {
+        let file = s.get_at(o, id, &meta.path).await.unwrap();
+        assert_eq!(&file.meta, meta, "the snapshot's list shows what it reads");
+        files.push(file);
+    }
+    (info, listed, files)
+}
+
+/// Rows stored for one path, tombstones included.
+fn stored_rows(raw: &Connection, tenant: &str, p: &str) -> i64 {
+    raw.query_row(
+        "SELECT count(*) FROM versions WHERE tenant = ?1 AND path = ?2",
+        (tenant, p),
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reopen_keeps_versions_etags_tombstones_and_counts() {
+async fn reopen_keeps_versions_etags_tombstones_counts_snapshots_and_the_feed() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (owner("a"), owner("b"));
-    let (before_a, before_b, gone_etag, again_v1) = {
+    let (before_a, before_b, gone_etag, again_v1, run, pinned, feed_a, feed_b) = {
         let s = SqliteStore::open(&db(&dir), small()).unwrap();
         for i in 1..=4 {
             let w = FileWrite {
@@ -80,6 +109,7 @@ async fn reopen_keeps_versions_etags_tombstones_and_counts() {
         }
         put(&s, &a, "gone.md", "1").await;
         let gone = put(&s, &a, "gone.md", "2").await;
+        let run = s.snapshot(&a, "run 1").await.unwrap();
         s.delete(&a, &path("gone.md"), Precondition::None)
             .await
             .unwrap();
@@ -94,9 +124,26 @@ async fn reopen_keeps_versions_etags_tombstones_and_counts() {
             observe(&s, &b).await,
             gone.meta.etag,
             again,
+            run.clone(),
+            observe_snapshot(&s, &a, &run.id).await,
+            s.changes(&a, 0, 100).await.unwrap(),
+            s.changes(&b, 0, 100).await.unwrap(),
         )
     };
     assert_eq!(before_a.len(), 2, "keep.md and again.md are live");
+    assert_eq!(
+        pinned
+            .1
+            .iter()
+            .map(|m| (m.path.as_str(), m.version))
+            .collect::<Vec<_>>(),
+        [("gone.md", 2), ("keep.md", 4)],
+        "the snapshot sees the moment it was taken"
+    );
+    assert_eq!(
+        (feed_a.head, feed_a.oldest, feed_a.events.len()),
+        (10, 1, 10)
+    );
 
     let s = SqliteStore::open(&db(&dir), small()).unwrap();
     assert_eq!(observe(&s, &a).await, before_a);
@@ -106,6 +153,10 @@ async fn reopen_keeps_versions_etags_tombstones_and_counts() {
         vec![4, 3, 2],
         "keep.md kept its three newest versions"
     );
+    // The snapshot and the feed survive, to the microsecond.
+    assert_eq!(observe_snapshot(&s, &a, &run.id).await, pinned);
+    assert_eq!(s.changes(&a, 0, 100).await.unwrap(), feed_a);
+    assert_eq!(s.changes(&b, 0, 100).await.unwrap(), feed_b);
 
     // Tombstones and lives survive: the deleted path stays deleted, stale etags stay stale.
     let gone = path("gone.md");
@@ -127,6 +178,11 @@ async fn reopen_keeps_versions_etags_tombstones_and_counts() {
     let reborn = put(&s, &a, "gone.md", "reborn").await;
     assert_eq!(reborn.meta.version, 1);
     assert_ne!(reborn.meta.etag, gone_etag);
+    assert_eq!(
+        s.get_at(&a, &run.id, &gone).await.unwrap().content,
+        "2",
+        "the snapshot still reads the deleted life"
+    );
     let again2 = s
         .put(
             &a,
@@ -139,6 +195,15 @@ async fn reopen_keeps_versions_etags_tombstones_and_counts() {
     assert_eq!(
         again2.meta.version, 2,
         "the live etag still matches after reopen"
+    );
+    // The feed goes on from where it was, without a gap.
+    let tail = s.changes(&a, feed_a.head, 100).await.unwrap();
+    assert_eq!(
+        tail.events
+            .iter()
+            .map(|e| (e.seq, e.path.as_str(), e.version))
+            .collect::<Vec<_>>(),
+        [(11, "gone.md", 1), (12, "again.md", 2)]
     );
 
     // The live count survived: a has 3 live files now, the limit.
@@ -155,25 +220,39 @@ async fn reopen_keeps_versions_etags_tombstones_and_counts() {
             max: 3
         })
     );
+
+    // Released after the reopen, the snapshot frees the deleted life it alone kept.
+    let raw = Connection::open(db(&dir)).unwrap();
+    assert_eq!(
+        stored_rows(&raw, "a", "gone.md"),
+        2,
+        "v2 (pinned) and reborn; the tombstone no snapshot sees went with the new life"
+    );
+    s.release_snapshot(&a, &run.id, "completed").await.unwrap();
+    assert_eq!(stored_rows(&raw, "a", "gone.md"), 1, "reborn only");
+    assert_eq!(
+        s.get_at(&a, &run.id, &gone).await,
+        Err(StoreError::NotFound)
+    );
     drop(s);
 
-    // A lower `max_versions` applies to a path at its next write.
+    // A lower `max_versions` is served at once and frees storage at a path's next write.
     let fewer = Limits {
         max_versions: 2,
         ..small()
     };
     let s = SqliteStore::open(&db(&dir), fewer).unwrap();
     let keep = path("keep.md");
-    assert_eq!(s.history(&a, &keep).await.unwrap().len(), 3);
+    let versions = async || -> Vec<u64> {
+        let history = s.history(&a, &keep).await.unwrap();
+        history.iter().map(|m| m.version).collect()
+    };
+    assert_eq!(versions().await, vec![4, 3]);
+    assert_eq!(s.get(&a, &keep, Some(2)).await, Err(StoreError::NotFound));
+    assert_eq!(stored_rows(&raw, "a", "keep.md"), 3);
     assert_eq!(put(&s, &a, "keep.md", "keep v5").await.meta.version, 5);
-    let versions: Vec<u64> = s
-        .history(&a, &keep)
-        .await
-        .unwrap()
-        .iter()
-        .map(|m| m.version)
-        .collect();
-    assert_eq!(versions, vec![5, 4]);
+    assert_eq!(versions().await, vec![5, 4]);
+    assert_eq!(stored_rows(&raw, "a", "keep.md"), 2);
 }
 
 #[test]

@@ -1,0 +1,346 @@
+//! Run-start snapshots: a row that pins an owner's change sequence number, and reads as of it.
+//!
+//! Taking a snapshot is one INSERT that reads `owners.seq`; it copies nothing. A read through
+//! a snapshot at sequence number `s` takes, for each path, the newest row with `seq <= s` (a
+//! version, or a tombstone that hides the path). Pruning keeps such rows while the snapshot is
+//! open (see `PRUNE_LIFE` in `files`); releasing it drops the rows only it still needed.
+
+use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
+use wsp_store::{FileMeta, SnapshotInfo, StoreError, StoredFile, new_snapshot_id};
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+
+use crate::files::{ANY_OPEN_SNAPSHOT, meta, now, parse_path, prefix_end, sqlite_error, time};
+
+/// Pins the owner's current sequence number (0 when it never changed anything).
+const TAKE: &str = "
+    INSERT INTO snapshots (tenant, workspace, id, seq, label, created_at)
+    VALUES (?1, ?2, ?3,
+            coalesce((SELECT seq FROM owners WHERE tenant = ?1 AND workspace = ?2), 0),
+            ?4, ?5)
+    RETURNING seq";
+
+const INFO: &str = "
+    SELECT seq, label, created_at, released_at, outcome FROM snapshots
+    WHERE tenant = ?1 AND workspace = ?2 AND id = ?3";
+
+const OPEN_SEQ: &str = "
+    SELECT seq FROM snapshots
+    WHERE tenant = ?1 AND workspace = ?2 AND id = ?3 AND released_at IS NULL";
+
+/// Releases an open snapshot; no row when it is unknown or already released.
+const RELEASE: &str = "
+    UPDATE snapshots SET released_at = ?4, outcome = ?5
+    WHERE tenant = ?1 AND workspace = ?2 AND id = ?3 AND released_at IS NULL
+    RETURNING seq, label, created_at";
+
+/// Drops the rows that the released snapshot at `?3` saw (`seq <= ?3 < superseded_by`: at most
+/// one per change committed since it was taken) unless another open snapshot sees them too or
+/// they are among the newest `?4` versions of their path's live life.
+const PRUNE_RELEASED: &str = "
+    DELETE FROM versions AS v
+    WHERE v.tenant = ?1 AND v.workspace = ?2 AND v.superseded_by > ?3 AND v.seq <= ?3
+      AND NOT EXISTS (
+          SELECT 1 FROM snapshots AS s
+          WHERE s.tenant = ?1 AND s.workspace = ?2 AND s.released_at IS NULL
+            AND s.seq >= v.seq AND s.seq < v.superseded_by)
+      AND NOT EXISTS (
+          SELECT 1 FROM files AS f
+          WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.path = v.path AND f.live = 1
+            AND f.life = v.life AND v.version > f.version - ?4)";
+
+/// The rows of deleted paths: once no snapshot is open, nothing can see them.
+const FORGET_TOMBSTONED_ROWS: &str = "
+    DELETE FROM versions
+    WHERE tenant = ?1 AND workspace = ?2 AND path IN (
+        SELECT path FROM files INDEXED BY files_tombstoned
+        WHERE tenant = ?1 AND workspace = ?2 AND live = 0)";
+
+const FORGET_TOMBSTONED_FILES: &str = "
+    DELETE FROM files INDEXED BY files_tombstoned
+    WHERE tenant = ?1 AND workspace = ?2 AND live = 0";
+
+/// A path as of `?4`: its newest row at or before it.
+const GET_AT: &str = "
+    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content,
+           v.deleted
+    FROM versions AS v
+    WHERE v.tenant = ?1 AND v.workspace = ?2 AND v.path = ?3 AND v.seq <= ?4
+    ORDER BY v.seq DESC
+    LIMIT 1";
+
+/// Files live as of `?4` with `?3 <= path < ?5`, in byte order: per path (every path with a
+/// stored row has a `files` row), its newest row at or before `?4`, unless a tombstone.
+const LIST_AT_RANGE: &str = "
+    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    FROM files AS f
+    JOIN versions AS v
+      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+     AND v.seq = (
+         SELECT max(w.seq) FROM versions AS w
+         WHERE w.tenant = f.tenant AND w.workspace = f.workspace AND w.path = f.path
+           AND w.seq <= ?4)
+    WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.path >= ?3 AND f.path < ?5
+      AND v.deleted = 0
+    ORDER BY f.path";
+
+/// [`LIST_AT_RANGE`] with no upper bound.
+const LIST_AT_FROM: &str = "
+    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    FROM files AS f
+    JOIN versions AS v
+      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+     AND v.seq = (
+         SELECT max(w.seq) FROM versions AS w
+         WHERE w.tenant = f.tenant AND w.workspace = f.workspace AND w.path = f.path
+           AND w.seq <= ?4)
+    WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.path >= ?3
+      AND v.deleted = 0
+    ORDER BY f.path";
+
+/// Takes a snapshot of `owner`: one statement, whatever the owner holds.
+pub(crate) fn take(
+    conn: &Connection,
+    owner: &Owner,
+    label: &str,
+) -> Result<SnapshotInfo, StoreError> {
+    let id = new_snapshot_id();
+    let created_at = now();
+    let seq: i64 = conn
+        .prepare_cached(TAKE)
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                (
+                    owner.tenant.as_str(),
+                    owner.workspace.as_str(),
+                    id.as_str(),
+                    label,
+                    created_at.timestamp_micros(),
+                ),
+                |row| row.get(0),
+            )
+        })
+        .map_err(|e| sqlite_error("snapshot", e))?;
+    Ok(SnapshotInfo {
+        id,
+        seq: seq as u64,
+        label: label.to_owned(),
+        created_at,
+        released: None,
+    })
+}
+
+/// A snapshot's record, released or not.
+pub(crate) fn info(conn: &Connection, owner: &Owner, id: &str) -> Result<SnapshotInfo, StoreError> {
+    conn.prepare_cached(INFO)
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                (owner.tenant.as_str(), owner.workspace.as_str(), id),
+                |row| record(row, id),
+            )
+            .optional()
+        })
+        .map_err(|e| sqlite_error("snapshot info", e))?
+        .ok_or(StoreError::NotFound)
+}
+
+/// A snapshot record from columns seq, label, created_at, released_at, outcome.
+fn record(row: &Row<'_>, id: &str) -> rusqlite::Result<SnapshotInfo> {
+    let seq: i64 = row.get(0)?;
+    let released_at: Option<i64> = row.get(3)?;
+    let outcome: Option<String> = row.get(4)?;
+    let released = match (released_at, outcome) {
+        (Some(at), Some(outcome)) => Some((time(at, 3)?, outcome)),
+        _ => None,
+    };
+    Ok(SnapshotInfo {
+        id: id.to_owned(),
+        seq: seq as u64,
+        label: row.get(1)?,
+        created_at: time(row.get(2)?, 2)?,
+        released,
+    })
+}
+
+/// Releases a snapshot and, in the same transaction, drops the rows only it still needed; a
+/// second release changes nothing and answers the first outcome.
+pub(crate) fn release(
+    conn: &mut Connection,
+    keep: i64,
+    owner: &Owner,
+    id: &str,
+    outcome: &str,
+) -> Result<SnapshotInfo, StoreError> {
+    let fail = |e| sqlite_error("release snapshot", e);
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail)?;
+    let released_at = now();
+    let released = tx
+        .prepare_cached(RELEASE)
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                (
+                    tenant,
+                    workspace,
+                    id,
+                    released_at.timestamp_micros(),
+                    outcome,
+                ),
+                |row| {
+                    let seq: i64 = row.get(0)?;
+                    Ok(SnapshotInfo {
+                        id: id.to_owned(),
+                        seq: seq as u64,
+                        label: row.get(1)?,
+                        created_at: time(row.get(2)?, 2)?,
+                        released: Some((released_at, outcome.to_owned())),
+                    })
+                },
+            )
+            .optional()
+        })
+        .map_err(fail)?;
+    let Some(released) = released else {
+        // Unknown, another owner's, or released before: the stored record says which.
+        return info(&tx, owner, id);
+    };
+    let seq = released.seq as i64;
+    tx.prepare_cached(PRUNE_RELEASED)
+        .and_then(|mut stmt| stmt.execute((tenant, workspace, seq, keep)))
+        .map_err(fail)?;
+    let pinned: bool = tx
+        .prepare_cached(ANY_OPEN_SNAPSHOT)
+        .and_then(|mut stmt| stmt.query_row((tenant, workspace), |row| row.get(0)))
+        .map_err(fail)?;
+    if !pinned {
+        for sql in [FORGET_TOMBSTONED_ROWS, FORGET_TOMBSTONED_FILES] {
+            tx.prepare_cached(sql)
+                .and_then(|mut stmt| stmt.execute((tenant, workspace)))
+                .map_err(fail)?;
+        }
+    }
+    tx.commit().map_err(fail)?;
+    Ok(released)
+}
+
+/// The sequence number an open snapshot pins; `NotFound` when unknown or released.
+fn open_seq(conn: &Connection, owner: &Owner, id: &str) -> Result<i64, StoreError> {
+    conn.prepare_cached(OPEN_SEQ)
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                (owner.tenant.as_str(), owner.workspace.as_str(), id),
+                |row| row.get(0),
+            )
+            .optional()
+        })
+        .map_err(|e| sqlite_error("snapshot", e))?
+        .ok_or(StoreError::NotFound)
+}
+
+/// Files live as of an open snapshot whose path starts with `prefix`, sorted, without content.
+pub(crate) fn list_at(
+    conn: &Connection,
+    owner: &Owner,
+    id: &str,
+    prefix: &WorkspacePrefix,
+) -> Result<Vec<FileMeta>, StoreError> {
+    let fail = |e| sqlite_error("list at snapshot", e);
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    // The snapshot's state and the rows it sees come from one committed state, so a release
+    // racing this read cannot prune rows between the two.
+    let tx = conn.unchecked_transaction().map_err(fail)?;
+    let seq = open_seq(&tx, owner, id)?;
+    let start = prefix.as_str();
+    let end = prefix_end(start);
+    let mut params: Vec<&dyn ToSql> = vec![&tenant, &workspace, &start, &seq];
+    let sql = match &end {
+        Some(end) => {
+            params.push(end);
+            LIST_AT_RANGE
+        }
+        None => LIST_AT_FROM,
+    };
+    let mut files = Vec::new();
+    tx.prepare_cached(sql)
+        .and_then(|mut stmt| {
+            let mut rows = stmt.query(params.as_slice())?;
+            while let Some(row) = rows.next()? {
+                let path: String = row.get(6)?;
+                // The range is tight for every prefix but the unbounded one.
+                if !path.starts_with(start) {
+                    break;
+                }
+                files.push(meta(row, parse_path(path, 6)?)?);
+            }
+            Ok(())
+        })
+        .map_err(fail)?;
+    tx.commit().map_err(fail)?;
+    Ok(files)
+}
+
+/// The file live at `path` as of an open snapshot.
+pub(crate) fn get_at(
+    conn: &Connection,
+    owner: &Owner,
+    id: &str,
+    path: &WorkspacePath,
+) -> Result<StoredFile, StoreError> {
+    let fail = |e| sqlite_error("get at snapshot", e);
+    let tx = conn.unchecked_transaction().map_err(fail)?;
+    let seq = open_seq(&tx, owner, id)?;
+    let file = tx
+        .prepare_cached(GET_AT)
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                (
+                    owner.tenant.as_str(),
+                    owner.workspace.as_str(),
+                    path.as_str(),
+                    seq,
+                ),
+                |row| {
+                    if row.get::<_, bool>(7)? {
+                        return Ok(None);
+                    }
+                    Ok(Some(StoredFile {
+                        meta: meta(row, path.clone())?,
+                        content: row.get(6)?,
+                    }))
+                },
+            )
+            .optional()
+        })
+        .map_err(fail)?
+        .flatten();
+    tx.commit().map_err(fail)?;
+    file.ok_or(StoreError::NotFound)
+}
+
+#[cfg(test)]
+pub(crate) const STATEMENTS: &[&str] = &[
+    TAKE,
+    INFO,
+    OPEN_SEQ,
+    RELEASE,
+    PRUNE_RELEASED,
+    FORGET_TOMBSTONED_ROWS,
+    FORGET_TOMBSTONED_FILES,
+    GET_AT,
+    LIST_AT_RANGE,
+    LIST_AT_FROM,
+];
+
+/// Statements whose plan must name a particular index: a partial one, or the one that makes a
+/// read as of a sequence number one seek per path.
+#[cfg(test)]
+pub(crate) const EXPECTED_INDEXES: &[(&str, &str)] = &[
+    (PRUNE_RELEASED, "INDEX versions_superseded"),
+    (PRUNE_RELEASED, "INDEX snapshots_open"),
+    (FORGET_TOMBSTONED_ROWS, "INDEX files_tombstoned"),
+    (FORGET_TOMBSTONED_FILES, "INDEX files_tombstoned"),
+    (GET_AT, "INDEX versions_by_seq"),
+    (LIST_AT_RANGE, "INDEX versions_by_seq"),
+    (LIST_AT_FROM, "INDEX versions_by_seq"),
+];

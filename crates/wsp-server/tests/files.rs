@@ -884,3 +884,82 @@ async fn served_openapi_equals_the_committed_document() {
         }
     }
 }
+
+/// A store that panics on every read: the panic must never reach the client.
+struct PanickingStore(wsp_store::MemoryStore);
+
+impl wsp_store::WorkspaceStore for PanickingStore {
+    fn limits(&self) -> wsp_store::Limits {
+        self.0.limits()
+    }
+    fn list<'a>(
+        &'a self,
+        o: &'a wsp_types::Owner,
+        p: &'a wsp_types::WorkspacePrefix,
+    ) -> wsp_store::StoreFuture<'a, Vec<wsp_store::FileMeta>> {
+        self.0.list(o, p)
+    }
+    fn get<'a>(
+        &'a self,
+        _: &'a wsp_types::Owner,
+        _: &'a WorkspacePath,
+        _: Option<u64>,
+    ) -> wsp_store::StoreFuture<'a, wsp_store::StoredFile> {
+        panic!("the disk caught fire at /var/lib/secret/path")
+    }
+    fn put<'a>(
+        &'a self,
+        o: &'a wsp_types::Owner,
+        p: &'a WorkspacePath,
+        w: wsp_store::FileWrite,
+        pre: wsp_store::Precondition,
+    ) -> wsp_store::StoreFuture<'a, wsp_store::StoredFile> {
+        self.0.put(o, p, w, pre)
+    }
+    fn delete<'a>(
+        &'a self,
+        o: &'a wsp_types::Owner,
+        p: &'a WorkspacePath,
+        pre: wsp_store::Precondition,
+    ) -> wsp_store::StoreFuture<'a, wsp_store::Deleted> {
+        self.0.delete(o, p, pre)
+    }
+    fn history<'a>(
+        &'a self,
+        o: &'a wsp_types::Owner,
+        p: &'a WorkspacePath,
+    ) -> wsp_store::StoreFuture<'a, Vec<wsp_store::FileMeta>> {
+        self.0.history(o, p)
+    }
+}
+
+#[tokio::test]
+async fn a_panic_becomes_a_500_with_a_correlation_id_and_nothing_internal() {
+    let store = std::sync::Arc::new(PanickingStore(wsp_store::MemoryStore::default()));
+    let s = start_with(Options {
+        store: Some(store),
+        ..Options::default()
+    })
+    .await;
+    let resp = reqwest::Client::new()
+        .get(s.url("/v1/host/workspace/files/a.md"))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    let text = {
+        let body = envelope(resp, 500, "internal_error").await;
+        let id = body["details"]["correlationId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(id.len(), 16);
+        body.to_string()
+    };
+    assert!(
+        !text.contains("fire") && !text.contains("/var/lib"),
+        "{text}"
+    );
+    // The server keeps serving.
+    assert!(s.a().list(None).await.is_ok());
+}

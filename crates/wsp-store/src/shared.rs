@@ -64,7 +64,9 @@ pub fn agent_of_workspace(workspace: &OwnerId) -> Option<&str> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PublishError {
     /// The source is a shared agent's workspace: publishing goes one way, private to shared.
-    #[error("a shared agent's workspace cannot publish: publishing goes one way, private to shared")]
+    #[error(
+        "a shared agent's workspace cannot publish: publishing goes one way, private to shared"
+    )]
     SourceIsShared,
     /// The target is not a shared agent (unknown, or private).
     #[error("the target is not a shared agent")]
@@ -245,7 +247,12 @@ mod tests {
         }
         // Refusals wrote nothing: the shared workspace still holds the two copies only.
         assert_eq!(
-            store.get(&shared, &path("inbox/list.md"), None).await.unwrap().meta.version,
+            store
+                .get(&shared, &path("inbox/list.md"), None)
+                .await
+                .unwrap()
+                .meta
+                .version,
             2
         );
         let absent = Publication {
@@ -264,9 +271,14 @@ mod tests {
         tiny.put(&private, &p, FileWrite::markdown("x"), Precondition::None)
             .await
             .unwrap();
-        tiny.put(&shared, &path("full.md"), FileWrite::markdown("y"), Precondition::None)
-            .await
-            .unwrap();
+        tiny.put(
+            &shared,
+            &path("full.md"),
+            FileWrite::markdown("y"),
+            Precondition::None,
+        )
+        .await
+        .unwrap();
         assert!(matches!(
             publication.run(&tiny).await.unwrap_err(),
             PublishError::Target(StoreError::TooLarge { .. })

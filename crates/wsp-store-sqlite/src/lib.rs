@@ -486,6 +486,9 @@ impl WorkspaceStore for SqliteStore {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
     use super::*;
 
     #[tokio::test(flavor = "current_thread")]
@@ -501,5 +504,101 @@ mod tests {
     fn options_keep_at_least_one_reader() {
         assert_eq!(SqliteOptions::default().readers(0).readers, 1);
         assert!(SqliteOptions::default().readers >= 4);
+        assert_eq!(SqliteOptions::default().feed_retention(0).feed_retention, 1);
+    }
+
+    /// What the writer connection does while `work` runs: rows it changes, and virtual-machine
+    /// instructions it executes over every statement (counted by a progress handler that fires
+    /// at each instruction).
+    async fn writer_cost<F: Future<Output = ()>>(store: &SqliteStore, work: F) -> (u64, u64) {
+        let steps = Arc::new(AtomicU64::new(0));
+        let changes_before = {
+            let mut conn = store.shared.writer.lock().await;
+            let counter = Arc::clone(&steps);
+            conn.progress_handler(
+                1,
+                Some(move || {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    false
+                }),
+            )
+            .unwrap();
+            conn.total_changes()
+        };
+        work.await;
+        let mut conn = store.shared.writer.lock().await;
+        conn.progress_handler(0, None::<fn() -> bool>).unwrap();
+        (
+            conn.total_changes() - changes_before,
+            steps.load(Ordering::Relaxed),
+        )
+    }
+
+    async fn fill(store: &SqliteStore, owner: &Owner, from: usize, to: usize) {
+        for i in from..to {
+            let path = WorkspacePath::parse(&format!("knowledge/{i:05}.md")).unwrap();
+            let write = FileWrite::markdown(format!("file {i}"));
+            store
+                .put(owner, &path, write, Precondition::None)
+                .await
+                .unwrap();
+        }
+    }
+
+    /// Taking a snapshot does the same work for 10 files as for 1,000 (and with other owners'
+    /// files, history and older snapshots around): one row written, the same instructions.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_cost_of_a_snapshot_does_not_grow_with_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("wsp.sqlite3"), Limits::default()).unwrap();
+        let (a, b) = (
+            Owner::parse("a", "w").unwrap(),
+            Owner::parse("b", "w").unwrap(),
+        );
+        let snapshot = |owner: &Owner| {
+            let (store, owner) = (store.clone(), owner.clone());
+            async move {
+                store.snapshot(&owner, "run").await.unwrap();
+            }
+        };
+        // The instrument sees row work: counting an owner's files costs more with more files.
+        let count_files = |store: &SqliteStore| {
+            let store = store.clone();
+            async move {
+                let conn = store.shared.writer.lock().await;
+                let _: i64 = conn
+                    .query_row("SELECT count(*) FROM files WHERE tenant = 'a'", [], |r| {
+                        r.get(0)
+                    })
+                    .unwrap();
+            }
+        };
+
+        fill(&store, &a, 0, 10).await;
+        let small = writer_cost(&store, snapshot(&a)).await;
+        let count_small = writer_cost(&store, count_files(&store)).await;
+
+        fill(&store, &a, 10, 1_000).await;
+        fill(&store, &b, 0, 500).await;
+        for _ in 0..3 {
+            fill(&store, &a, 0, 100).await;
+        }
+        let large = writer_cost(&store, snapshot(&a)).await;
+        let count_large = writer_cost(&store, count_files(&store)).await;
+
+        assert_eq!(small.0, 1, "a snapshot writes exactly one row");
+        assert_eq!(
+            large, small,
+            "(rows changed, VM instructions) at 1,000 vs 10 files"
+        );
+        assert!(small.1 > 0, "the progress handler counts");
+        assert!(
+            count_large.1 > 10 * count_small.1,
+            "counting files: {count_small:?} at 10, {count_large:?} at 1,000"
+        );
+        // An owner that never wrote anything costs no more (its sequence number is absent).
+        let c = Owner::parse("c", "w").unwrap();
+        let empty = writer_cost(&store, snapshot(&c)).await;
+        assert!(empty.0 == 1 && empty.1 <= small.1, "{empty:?} vs {small:?}");
     }
 }

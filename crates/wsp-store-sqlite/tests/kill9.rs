@@ -9,7 +9,8 @@
 //!
 //! After a kill, each path must be in the state its script reaches after its acknowledged
 //! operations, or after one more (the operation in flight, committed but not acknowledged),
-//! with every retained version's content whole. Three kill cycles run on one file.
+//! with every retained version's content whole, and the change feed must hold exactly the
+//! committed operations, gap-free and in each path's order. Three kill cycles run on one file.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -89,6 +90,25 @@ fn is_delete(op: usize) -> bool {
 /// The body written by operation `op` on `path`: about 24 KiB, so it spans several pages.
 fn content(path: &str, op: usize) -> String {
     format!("{path} operation {op}\n").repeat(24 * 1024 / (path.len() + 14))
+}
+
+/// The change-feed entries (version, deleted) of a path's script after its first `ops`
+/// operations.
+fn model_feed(ops: usize) -> Vec<(u64, bool)> {
+    let mut version = 0u64;
+    let mut live = false;
+    let mut feed = Vec::new();
+    for op in 0..ops {
+        if is_delete(op) {
+            live = false;
+            feed.push((version + 1, true));
+        } else {
+            version = if live { version + 1 } else { 1 };
+            live = true;
+            feed.push((version, false));
+        }
+    }
+    feed
 }
 
 /// What a client can observe of one path.
@@ -261,14 +281,15 @@ fn verify(db: &Path, acked: &BTreeMap<String, usize>) {
     let committed: usize = runtime.block_on(async {
         let store = SqliteStore::open(db, limits()).expect("the database reopens after a kill");
         let owner = owner();
-        let mut committed = 0;
+        // Per path, how many of its operations committed.
+        let mut per_path = BTreeMap::new();
         for (path, &ops) in acked {
             let seen = observe(&store, &owner, path).await;
             if seen == model(path, ops) {
-                committed += ops;
+                per_path.insert(path.as_str(), ops);
             } else if seen == model(path, ops + 1) {
                 // The operation in flight at the kill committed before its acknowledgement.
-                committed += ops + 1;
+                per_path.insert(path.as_str(), ops + 1);
             } else {
                 panic!(
                     "{path}: {ops} operations acknowledged, but the store holds live {:?} \
@@ -277,6 +298,27 @@ fn verify(db: &Path, acked: &BTreeMap<String, usize>) {
                     seen.history.iter().map(|h| h.0).collect::<Vec<_>>()
                 );
             }
+        }
+        let committed: usize = per_path.values().sum();
+
+        // The feed holds exactly the committed operations: gap-free sequence numbers from 1,
+        // and per path its script's changes in order.
+        let feed = store
+            .changes(&owner, 0, usize::MAX)
+            .await
+            .expect("the feed reads after a kill");
+        assert_eq!(feed.head as usize, committed, "the feed's head");
+        assert_eq!(feed.oldest, 1, "nothing was trimmed");
+        let seqs: Vec<u64> = feed.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=committed as u64).collect::<Vec<_>>(), "gap-free");
+        for (path, &ops) in &per_path {
+            let changes: Vec<(u64, bool)> = feed
+                .events
+                .iter()
+                .filter(|e| e.path.as_str() == *path)
+                .map(|e| (e.version, e.deleted))
+                .collect();
+            assert_eq!(changes, model_feed(ops), "{path}: its changes in the feed");
         }
         committed
     });

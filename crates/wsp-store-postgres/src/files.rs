@@ -1,0 +1,619 @@
+//! The store operations as SQL, one try each on one pooled connection.
+//!
+//! Every statement names the owner (`tenant = $1 AND workspace = $2`) in its WHERE clause or its
+//! key. Reads are single statements, so each sees one consistent snapshot. A write or delete is
+//! one READ COMMITTED transaction that first locks the owner's row (taking its next change
+//! sequence number), then the path's row, and holds both until it commits:
+//!
+//! 1. lock the owner row (created on the first write) and bump its `seq`;
+//! 2. read the path's row `FOR UPDATE` (a fresh statement, so it sees every write committed
+//!    before the lock was granted);
+//! 3. check the precondition and `maxFiles` (against `live_files` on the locked owner row);
+//! 4. one statement: upsert the path row, count a created file, prune versions past
+//!    `max_versions`, insert the new version;
+//! 5. commit.
+//!
+//! Writers of one owner are serialized by the owner lock (and always lock owner before path, so
+//! they cannot deadlock); writers of different owners never wait for each other.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Client;
+use tokio_postgres::Row;
+use wsp_store::{Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError, new_life_id};
+use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+
+use crate::failure::Failure;
+use crate::listener::notify_expression;
+use crate::schema::SchemaName;
+
+/// The live file, or with `$4` a version of its current life within the newest `$5`
+/// (older rows that a snapshot keeps are not history).
+const GET: &str = "
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content
+    FROM {s}.wsp_files AS f
+    JOIN {s}.wsp_versions AS v
+      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+     AND v.life = f.life AND v.version = coalesce($4::bigint, f.version)
+     AND v.version > f.version - $5::bigint AND NOT v.deleted
+    WHERE f.tenant = $1 AND f.workspace = $2 AND f.path = $3 AND f.live";
+
+/// The newest `$4` versions of the live file's current life, newest first.
+const HISTORY: &str = "
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size
+    FROM {s}.wsp_files AS f
+    JOIN {s}.wsp_versions AS v
+      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+     AND v.life = f.life AND v.version > f.version - $4::bigint AND NOT v.deleted
+    WHERE f.tenant = $1 AND f.workspace = $2 AND f.path = $3 AND f.live
+    ORDER BY v.version DESC";
+
+/// Live files with `$3 <= path < $4`, in byte order (the columns collate as "C").
+const LIST_RANGE: &str = "
+    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    FROM {s}.wsp_files AS f
+    JOIN {s}.wsp_versions AS v
+      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+     AND v.life = f.life AND v.version = f.version
+    WHERE f.tenant = $1 AND f.workspace = $2 AND f.live AND f.path >= $3 AND f.path < $4
+    ORDER BY f.path";
+
+/// Live files with `$3 <= path`, in byte order.
+const LIST_FROM: &str = "
+    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    FROM {s}.wsp_files AS f
+    JOIN {s}.wsp_versions AS v
+      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+     AND v.life = f.life AND v.version = f.version
+    WHERE f.tenant = $1 AND f.workspace = $2 AND f.live AND f.path >= $3
+    ORDER BY f.path";
+
+/// Locks the owner row (creating it on the first write) and takes its next sequence number.
+const LOCK_OWNER_FOR_WRITE: &str = "
+    INSERT INTO {s}.wsp_owners AS o (tenant, workspace, seq, live_files) VALUES ($1, $2, 1, 0)
+    ON CONFLICT (tenant, workspace) DO UPDATE SET seq = o.seq + 1
+    RETURNING o.seq, o.live_files";
+
+/// Locks the owner row of a delete and takes its next sequence number; no row, no file.
+const LOCK_OWNER_FOR_DELETE: &str = "
+    UPDATE {s}.wsp_owners SET seq = seq + 1
+    WHERE tenant = $1 AND workspace = $2
+    RETURNING seq";
+
+/// The state of one path (live or tombstoned), locked for the rest of the transaction.
+const LOCK_PATH: &str = "
+    SELECT life, version, live FROM {s}.wsp_files
+    WHERE tenant = $1 AND workspace = $2 AND path = $3
+    FOR UPDATE";
+
+/// Keeps a row `v` of path `$3` that an open snapshot of the owner sees: the newest row of the
+/// path at or before the snapshot's sequence number. Part of every prune.
+pub(crate) const SEEN_BY_A_SNAPSHOT: &str = "
+    EXISTS (
+        SELECT FROM {s}.wsp_snapshots AS s
+        WHERE s.tenant = $1 AND s.workspace = $2 AND s.released_at IS NULL AND s.seq >= v.seq
+          AND NOT EXISTS (
+              SELECT FROM {s}.wsp_versions AS n
+              WHERE n.tenant = $1 AND n.workspace = $2 AND n.path = v.path
+                AND n.seq > v.seq AND n.seq <= s.seq))";
+
+/// Applies a write whose checks passed: path row, live-file count, the new version, pruning,
+/// the feed (appended and trimmed) and the notice to listening replicas (sent at commit).
+///
+/// `$4` life, `$5` version, `$6` seq, `$7` 1 when the write creates a live file, `$8` the
+/// highest version of the life that history no longer keeps, `$9..$12` the version's type,
+/// author, size and content, `$13` the feed retention. Pruning cannot see the new row (same
+/// statement), which it keeps anyway: it is the newest, and no open snapshot is pinned at or
+/// after its sequence number (snapshots lock the owner row that this transaction holds).
+const APPLY_WRITE: &str = "
+    WITH now AS (
+        SELECT clock_timestamp() AS at
+    ), file AS (
+        INSERT INTO {s}.wsp_files AS f (tenant, workspace, path, life, version, live, seq)
+        VALUES ($1, $2, $3, $4, $5, true, $6)
+        ON CONFLICT (tenant, workspace, path) DO UPDATE
+            SET life = excluded.life, version = excluded.version, live = true,
+                seq = excluded.seq
+    ), counted AS (
+        UPDATE {s}.wsp_owners SET live_files = live_files + $7::bigint
+        WHERE tenant = $1 AND workspace = $2 AND $7::bigint <> 0
+    ), pruned AS (
+        DELETE FROM {s}.wsp_versions AS v
+        WHERE v.tenant = $1 AND v.workspace = $2 AND v.path = $3
+          AND NOT (v.life = $4 AND NOT v.deleted AND v.version > $8::bigint)
+          AND NOT {seen}
+    ), fed AS (
+        INSERT INTO {s}.wsp_changes (tenant, workspace, seq, path, version, deleted, at)
+        SELECT $1, $2, $6, $3, $5, false, at FROM now
+    ), trimmed AS (
+        DELETE FROM {s}.wsp_changes
+        WHERE tenant = $1 AND workspace = $2 AND seq <= $6 - $13::bigint
+    ), told AS (
+        SELECT {notify_6} AS told
+    )
+    INSERT INTO {s}.wsp_versions
+        (tenant, workspace, path, life, version, seq, content_type, author, updated_at, size,
+         content)
+    SELECT $1, $2, $3, $4, $5, $6, $9, $10, at, $11, $12 FROM now, told
+    RETURNING updated_at";
+
+/// Applies a delete whose checks passed: tombstone `$4` (version) with sequence number `$5` in
+/// the path row; while a snapshot is open, a tombstone row of life `$6` too (it hides the
+/// rows kept for older snapshots from newer ones); prune what no open snapshot sees (all of
+/// it, when none is open); count the file out; append to the feed and trim it to `$7`; notify
+/// listening replicas at commit.
+const APPLY_DELETE: &str = "
+    WITH now AS (
+        SELECT clock_timestamp() AS at
+    ), tombstone AS (
+        UPDATE {s}.wsp_files SET version = $4, live = false, seq = $5
+        WHERE tenant = $1 AND workspace = $2 AND path = $3
+    ), marker AS (
+        INSERT INTO {s}.wsp_versions
+            (tenant, workspace, path, life, version, seq, content_type, author, updated_at,
+             size, content, deleted)
+        SELECT $1, $2, $3, $6, $4, $5, '', NULL, at, 0, ''::bytea, true
+        FROM now, (
+            SELECT FROM {s}.wsp_snapshots
+            WHERE tenant = $1 AND workspace = $2 AND released_at IS NULL
+            LIMIT 1
+        ) AS open
+    ), pruned AS (
+        DELETE FROM {s}.wsp_versions AS v
+        WHERE v.tenant = $1 AND v.workspace = $2 AND v.path = $3 AND NOT {seen}
+    ), fed AS (
+        INSERT INTO {s}.wsp_changes (tenant, workspace, seq, path, version, deleted, at)
+        SELECT $1, $2, $5, $3, $4, true, at FROM now
+    ), trimmed AS (
+        DELETE FROM {s}.wsp_changes
+        WHERE tenant = $1 AND workspace = $2 AND seq <= $5 - $7::bigint
+    ), told AS (
+        SELECT {notify_5} AS told
+    )
+    UPDATE {s}.wsp_owners SET live_files = live_files - 1
+    FROM told
+    WHERE tenant = $1 AND workspace = $2";
+
+/// The file statements with the schema name filled in, built once per store.
+#[derive(Debug)]
+pub(crate) struct FileSql {
+    get: String,
+    history: String,
+    list_range: String,
+    list_from: String,
+    lock_owner_for_write: String,
+    lock_owner_for_delete: String,
+    lock_path: String,
+    apply_write: String,
+    apply_delete: String,
+}
+
+impl FileSql {
+    /// The statements of a store in `schema` whose notices carry `replica`.
+    pub(crate) fn new(schema: &SchemaName, replica: &str) -> Self {
+        let apply = |template: &str| {
+            schema.render(
+                &template
+                    .replace("{seen}", SEEN_BY_A_SNAPSHOT)
+                    .replace("{notify_5}", &notify_expression(schema, replica, "$5"))
+                    .replace("{notify_6}", &notify_expression(schema, replica, "$6")),
+            )
+        };
+        Self {
+            get: schema.render(GET),
+            history: schema.render(HISTORY),
+            list_range: schema.render(LIST_RANGE),
+            list_from: schema.render(LIST_FROM),
+            lock_owner_for_write: schema.render(LOCK_OWNER_FOR_WRITE),
+            lock_owner_for_delete: schema.render(LOCK_OWNER_FOR_DELETE),
+            lock_path: schema.render(LOCK_PATH),
+            apply_write: apply(APPLY_WRITE),
+            apply_delete: apply(APPLY_DELETE),
+        }
+    }
+
+    /// Every statement, for tests that check them against a live database.
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> [&str; 9] {
+        [
+            &self.get,
+            &self.history,
+            &self.list_range,
+            &self.list_from,
+            &self.lock_owner_for_write,
+            &self.lock_owner_for_delete,
+            &self.lock_path,
+            &self.apply_write,
+            &self.apply_delete,
+        ]
+    }
+}
+
+/// Live files whose path starts with `prefix`, sorted by path, without content.
+pub(crate) async fn list(
+    client: &Client,
+    sql: &FileSql,
+    owner: &Owner,
+    prefix: &WorkspacePrefix,
+) -> Result<Vec<FileMeta>, Failure> {
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let start = prefix.as_str();
+    let rows = match prefix_end(start) {
+        Some(end) => {
+            let stmt = client.prepare_cached(&sql.list_range).await?;
+            client
+                .query(&stmt, &[&tenant, &workspace, &start, &end])
+                .await?
+        }
+        None => {
+            let stmt = client.prepare_cached(&sql.list_from).await?;
+            client.query(&stmt, &[&tenant, &workspace, &start]).await?
+        }
+    };
+    rows.iter()
+        .map(|row| {
+            let raw: &str = row.try_get(6)?;
+            let path = WorkspacePath::parse(raw).map_err(|_| {
+                StoreError::Internal(
+                    "postgres list: a stored path is not a valid workspace path".into(),
+                )
+            })?;
+            meta(row, path)
+        })
+        .collect()
+}
+
+/// How much history and feed the store keeps, as bound in statements.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retention {
+    /// Versions of a path's live life that history keeps (at least 1).
+    pub(crate) versions: i64,
+    /// Changes each owner's feed keeps (at least 1).
+    pub(crate) feed: i64,
+}
+
+impl Retention {
+    pub(crate) fn new(limits: &Limits, feed: u64) -> Self {
+        let clamp = |n: u64| i64::try_from(n.max(1)).unwrap_or(i64::MAX);
+        Self {
+            versions: clamp(limits.max_versions),
+            feed: clamp(feed),
+        }
+    }
+}
+
+/// The live file, or a retained version of its current life.
+pub(crate) async fn get(
+    client: &Client,
+    sql: &FileSql,
+    retention: Retention,
+    owner: &Owner,
+    path: &WorkspacePath,
+    version: Option<u64>,
+) -> Result<(FileMeta, String), Failure> {
+    let version = match version.map(i64::try_from) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        // No stored version is that large.
+        Some(Err(_)) => return Err(StoreError::NotFound.into()),
+    };
+    let stmt = client.prepare_cached(&sql.get).await?;
+    let row = client
+        .query_opt(
+            &stmt,
+            &[
+                &owner.tenant.as_str(),
+                &owner.workspace.as_str(),
+                &path.as_str(),
+                &version,
+                &retention.versions,
+            ],
+        )
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    let meta = meta(&row, path.clone())?;
+    let content: Vec<u8> = row.try_get(6)?;
+    let content = String::from_utf8(content).map_err(|_| {
+        StoreError::Internal("postgres get: stored content is not valid UTF-8".into())
+    })?;
+    Ok((meta, content))
+}
+
+/// Retained versions of the live file's current life, newest first.
+pub(crate) async fn history(
+    client: &Client,
+    sql: &FileSql,
+    retention: Retention,
+    owner: &Owner,
+    path: &WorkspacePath,
+) -> Result<Vec<FileMeta>, Failure> {
+    let stmt = client.prepare_cached(&sql.history).await?;
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &owner.tenant.as_str(),
+                &owner.workspace.as_str(),
+                &path.as_str(),
+                &retention.versions,
+            ],
+        )
+        .await?;
+    // A live file always has its live version stored, so empty means absent or tombstoned.
+    if rows.is_empty() {
+        return Err(StoreError::NotFound.into());
+    }
+    rows.iter().map(|row| meta(row, path.clone())).collect()
+}
+
+/// The state of a path as stored in `wsp_files`.
+struct Current {
+    life: i64,
+    version: i64,
+    live: bool,
+}
+
+impl Current {
+    fn live_etag(&self) -> Option<ETag> {
+        self.live
+            .then(|| ETag::mint(life_id(self.life), self.version as u64))
+    }
+
+    fn live_version(&self) -> u64 {
+        if self.live { self.version as u64 } else { 0 }
+    }
+}
+
+async fn lock_path(
+    tx: &deadpool_postgres::Transaction<'_>,
+    sql: &FileSql,
+    owner: &Owner,
+    path: &WorkspacePath,
+) -> Result<Option<Current>, Failure> {
+    let stmt = tx.prepare_cached(&sql.lock_path).await?;
+    let row = tx
+        .query_opt(
+            &stmt,
+            &[
+                &owner.tenant.as_str(),
+                &owner.workspace.as_str(),
+                &path.as_str(),
+            ],
+        )
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    Ok(Some(Current {
+        life: row.try_get(0)?,
+        version: row.try_get(1)?,
+        live: row.try_get(2)?,
+    }))
+}
+
+/// What a committed write stored, besides what the caller sent.
+pub(crate) struct Written {
+    pub(crate) seq: u64,
+    pub(crate) version: u64,
+    pub(crate) etag: ETag,
+    pub(crate) updated_at: DateTime<Utc>,
+}
+
+/// Creates or replaces a file in one transaction: precondition, `maxFiles`, version bump,
+/// sequence number, pruning and the feed commit together or not at all.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn put(
+    client: &mut Client,
+    sql: &FileSql,
+    limits: &Limits,
+    retention: Retention,
+    owner: &Owner,
+    path: &WorkspacePath,
+    write: &FileWrite,
+    precondition: &Precondition,
+) -> Result<Written, Failure> {
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let tx = client.transaction().await?;
+    let lock_owner = tx.prepare_cached(&sql.lock_owner_for_write).await?;
+    let row = tx.query_one(&lock_owner, &[&tenant, &workspace]).await?;
+    let seq: i64 = row.try_get(0)?;
+    let live_files: i64 = row.try_get(1)?;
+    let state = lock_path(&tx, sql, owner, path).await?;
+    let live = state.as_ref().and_then(Current::live_etag);
+    // Returning early drops the transaction, which rolls it back (the bumped `seq` included).
+    if !precondition.admits(live.as_ref()) {
+        return Err(StoreError::Conflict {
+            current_version: state.as_ref().map_or(0, Current::live_version),
+        }
+        .into());
+    }
+    let (life, version, creating) = match &state {
+        Some(s) if s.live => (s.life, s.version + 1, false),
+        _ => (new_life_id() as i64, 1, true),
+    };
+    if creating && live_files as u64 >= limits.max_files {
+        return Err(StoreError::TooLarge {
+            limit: LimitKind::MaxFiles,
+            max: limits.max_files,
+        }
+        .into());
+    }
+    let prune_through = version.saturating_sub(retention.versions);
+    let size = i64::try_from(write.content.len()).unwrap_or(i64::MAX);
+    let apply = tx.prepare_cached(&sql.apply_write).await?;
+    let row = tx
+        .query_one(
+            &apply,
+            &[
+                &tenant,
+                &workspace,
+                &path.as_str(),
+                &life,
+                &version,
+                &seq,
+                &i64::from(creating),
+                &prune_through,
+                &write.content_type,
+                &write.author,
+                &size,
+                &write.content.as_bytes(),
+                &retention.feed,
+            ],
+        )
+        .await?;
+    let updated_at: DateTime<Utc> = row.try_get(0)?;
+    tx.commit().await.map_err(Failure::Commit)?;
+    Ok(Written {
+        seq: seq as u64,
+        version: version as u64,
+        etag: ETag::mint(life_id(life), version as u64),
+        updated_at,
+    })
+}
+
+/// Tombstones the live file in one transaction, drops the stored versions that no open
+/// snapshot sees, and appends to the feed.
+pub(crate) async fn delete(
+    client: &mut Client,
+    sql: &FileSql,
+    retention: Retention,
+    owner: &Owner,
+    path: &WorkspacePath,
+    precondition: &Precondition,
+) -> Result<(Deleted, u64), Failure> {
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let tx = client.transaction().await?;
+    let lock_owner = tx.prepare_cached(&sql.lock_owner_for_delete).await?;
+    let Some(row) = tx.query_opt(&lock_owner, &[&tenant, &workspace]).await? else {
+        return Err(StoreError::NotFound.into());
+    };
+    let seq: i64 = row.try_get(0)?;
+    let state = match lock_path(&tx, sql, owner, path).await? {
+        Some(s) if s.live => s,
+        _ => return Err(StoreError::NotFound.into()),
+    };
+    if !precondition.admits(state.live_etag().as_ref()) {
+        return Err(StoreError::Conflict {
+            current_version: state.live_version(),
+        }
+        .into());
+    }
+    let tombstone = state.version + 1;
+    let apply = tx.prepare_cached(&sql.apply_delete).await?;
+    tx.execute(
+        &apply,
+        &[
+            &tenant,
+            &workspace,
+            &path.as_str(),
+            &tombstone,
+            &seq,
+            &state.life,
+            &retention.feed,
+        ],
+    )
+    .await?;
+    tx.commit().await.map_err(Failure::Commit)?;
+    Ok((
+        Deleted {
+            version: tombstone as u64,
+        },
+        seq as u64,
+    ))
+}
+
+/// Metadata from columns 0..=5: life, version, content_type, author, updated_at, size.
+pub(crate) fn meta(row: &Row, path: WorkspacePath) -> Result<FileMeta, Failure> {
+    let life: i64 = row.try_get(0)?;
+    let version: i64 = row.try_get(1)?;
+    let size: i64 = row.try_get(5)?;
+    Ok(FileMeta {
+        path,
+        content_type: row.try_get(2)?,
+        version: version as u64,
+        etag: ETag::mint(life_id(life), version as u64),
+        updated_at: row.try_get(4)?,
+        size: size as u64,
+        author: row.try_get(3)?,
+    })
+}
+
+/// A life id as stored (a bigint holds the u64 bit pattern).
+fn life_id(stored: i64) -> u64 {
+    stored as u64
+}
+
+/// The least string greater than every string that starts with `prefix`, when there is one
+/// that is easy to name: `prefix` with its last byte incremented. Prefixes are ASCII
+/// (`WorkspacePrefix` allows `A-Z a-z 0-9 . _ / -`), so the result is ASCII and, under the "C"
+/// collation, `prefix <= path < end` holds exactly for the paths that start with `prefix`.
+pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
+    let last = *prefix.as_bytes().last()?;
+    if last >= 0x7f {
+        return None;
+    }
+    let mut end = prefix[..prefix.len() - 1].to_owned();
+    end.push(char::from(last + 1));
+    Some(end)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends() {
+        let cases = [
+            ("", None),
+            ("a", Some("b")),
+            ("notes/", Some("notes0")),
+            ("a_", Some("a`")),
+            ("a-", Some("a.")),
+            ("v.", Some("v/")),
+            ("Z", Some("[")),
+            ("9", Some(":")),
+        ];
+        for (prefix, end) in cases {
+            assert_eq!(prefix_end(prefix).as_deref(), end, "{prefix:?}");
+        }
+    }
+
+    /// Whether a WHERE clause starts with `[alias.]tenant = $1 AND [alias.]workspace = $2`.
+    pub(crate) fn names_the_owner(clause: &str) -> bool {
+        let unaliased = |part: &str, column: &str| {
+            part.split_once('.')
+                .map_or(part, |(alias, rest)| {
+                    if alias.bytes().all(|b| b.is_ascii_lowercase()) {
+                        rest
+                    } else {
+                        part
+                    }
+                })
+                .starts_with(column)
+        };
+        let Some((tenant, rest)) = clause.split_once(" AND ") else {
+            return false;
+        };
+        unaliased(tenant, "tenant = $1") && unaliased(rest, "workspace = $2")
+    }
+
+    /// Every WHERE clause starts with the owner; an insert names it in its key.
+    #[test]
+    fn every_statement_names_the_owner() {
+        assert!(names_the_owner("v.tenant = $1 AND v.workspace = $2 AND x"));
+        assert!(!names_the_owner("v.seq = $1 AND v.workspace = $2"));
+        assert!(!names_the_owner("tenant = $1 OR workspace = $2"));
+        let sql = FileSql::new(&SchemaName::parse("s").unwrap(), "0123456789abcdef");
+        for stmt in sql.all() {
+            assert!(!stmt.contains("{s}") && !stmt.contains("LIKE"), "{stmt}");
+            let clauses: Vec<&str> = stmt.split("WHERE ").skip(1).collect();
+            for clause in &clauses {
+                assert!(
+                    names_the_owner(clause),
+                    "a WHERE clause without the owner in {stmt}"
+                );
+            }
+            assert!(
+                !clauses.is_empty() || stmt.contains("VALUES ($1, $2, "),
+                "{stmt}"
+            );
+        }
+    }
+}

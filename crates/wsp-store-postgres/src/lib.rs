@@ -1,0 +1,620 @@
+//! The scale-out wsp workspace store: any number of stateless replicas sharing one PostgreSQL.
+//!
+//! **Invariant:** [`PgStore`] passes the `wsp-store` backend battery, also with its calls spread
+//! over several stores (replicas) on one database; a replica keeps no workspace state in its
+//! memory (every answer is read from PostgreSQL and every mutation is one committed transaction,
+//! so a replica may die at any moment and lose nothing it acknowledged); every statement on
+//! workspace data names the owner (`tenant`, `workspace`) in its WHERE clause or key.
+//!
+//! # Design
+//!
+//! - **Connections.** A [`deadpool_postgres`] pool of `tokio-postgres` connections (no TLS: the
+//!   database is expected on loopback or a private network), sized and timed by [`PgOptions`].
+//!   Statements are prepared once per connection and cached. A connection that breaks is
+//!   dropped from the pool and replaced on demand, so the store recovers by itself when the
+//!   database comes back.
+//! - **Writes.** Each write or delete is one READ COMMITTED transaction that locks the owner's
+//!   row, then the path's row, and holds both to the commit: precondition, `maxFiles` (against
+//!   a live-file count on the owner row), version bump, the owner's change sequence number and
+//!   history pruning commit together. Writers of one owner queue on its row lock, on whichever
+//!   replica they run; writers of different owners never wait for each other.
+//! - **Reads** are single statements, each on one consistent snapshot.
+//! - **Schema** (tables `wsp_owners`, `wsp_files`, `wsp_versions`, `wsp_keys`, in the schema
+//!   named by [`PgOptions::schema`]) mirrors the SQLite store's data model: a per-owner `seq`
+//!   recorded on every version and on every path's latest change (tombstones included), so a
+//!   change feed and run snapshots can be added by a later migration. Text keys collate as
+//!   `"C"`, so lists sort in byte order and prefixes are primary-key ranges. Migrations are
+//!   versioned in `wsp_schema_migrations` and applied at connect under an advisory lock, so
+//!   replicas starting at once migrate exactly once.
+//! - **Deletes** tombstone the path and drop its stored versions in the same transaction; a
+//!   later write starts a new life with a fresh random life id, so etags never repeat.
+//! - **Failures.** A lost connection, a timeout or an overloaded server is
+//!   [`StoreError::Unavailable`] (503 at the HTTP edge); a call that failed before `COMMIT` was
+//!   sent is retried on a fresh connection first (twice at most). Anything else is
+//!   [`StoreError::Internal`]. Error texts carry the SQLSTATE and PostgreSQL's primary message,
+//!   never a bound value or a `DETAIL` line, so they never contain file content.
+//!
+//! ```no_run
+//! use wsp_store::{FileWrite, Limits, Precondition, WorkspaceStore};
+//! use wsp_store_postgres::{PgOptions, PgStore};
+//! use wsp_types::{Owner, WorkspacePath};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = PgStore::connect(
+//!     "postgres://wsp@127.0.0.1:5432/wsp",
+//!     Limits::default(),
+//!     PgOptions::default(),
+//! )
+//! .await?;
+//! let owner = Owner::parse("acme", "main")?;
+//! let path = WorkspacePath::parse("notes/plan.md")?;
+//! let written = store
+//!     .put(&owner, &path, FileWrite::markdown("# Plan"), Precondition::IfNoneMatchAny)
+//!     .await?;
+//! assert_eq!(store.get(&owner, &path, None).await?, written);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Tests
+//!
+//! The tests need a PostgreSQL server; they read its URL from `WSP_TEST_POSTGRES_URL`
+//! (CI sets `postgres://postgres@127.0.0.1:5432/test`; the role must be allowed to create
+//! schemas). Each test works in a fresh schema of its own (`wsp_test_<random>`) and drops it at
+//! the end, so runs never see each other. Without the URL every test **fails** with a message
+//! saying so, unless `WSP_SKIP_POSTGRES=1` is set explicitly: then each test prints
+//! `SKIPPED: PostgreSQL tests not run` to stderr and does nothing.
+
+mod failure;
+mod files;
+mod keys;
+mod listener;
+mod schema;
+mod snapshots;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio::sync::broadcast;
+use tokio_postgres::NoTls;
+use wsp_store::{
+    ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
+    Precondition, SnapshotInfo, StoreError, StoreFuture, StoredFile, WorkspaceStore,
+    check_file_size,
+};
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+
+pub use keys::PgKeyRegistry;
+pub use schema::SCHEMA_VERSION;
+
+use failure::{Attempts, Failure};
+use files::{FileSql, Retention};
+use schema::SchemaName;
+use snapshots::SnapshotSql;
+
+/// Pool sizing, timeouts and the schema; [`Default`] suits one server replica.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgOptions {
+    /// Most connections this store (replica) opens at once (at least 1). Sum it over all
+    /// replicas and keep it below the server's `max_connections`.
+    pub max_connections: usize,
+    /// How long opening one connection (TCP and authentication) may take.
+    pub connect_timeout: Duration,
+    /// How long one statement may run on the server, lock waits included
+    /// (`statement_timeout`; also the server's `idle_in_transaction_session_timeout`, so a
+    /// replica that stalls mid-transaction cannot hold an owner's lock for longer).
+    /// [`Duration::ZERO`] means no limit.
+    pub statement_timeout: Duration,
+    /// How long a call waits for a free pooled connection when all are busy.
+    pub acquire_timeout: Duration,
+    /// The PostgreSQL schema holding wsp's tables, created at connect when absent: 1 to 63
+    /// characters of `a-z`, `0-9` and `_`, not starting with a digit or `pg_`.
+    pub schema: String,
+    /// Changes each owner's feed keeps (at least 1); older ones are trimmed as new ones commit.
+    /// Every replica on one database should use the same value.
+    pub feed_retention: u64,
+}
+
+impl Default for PgOptions {
+    /// 16 connections, 5 s to connect, 30 s per statement, 10 s to get a connection, schema
+    /// `public`, [`DEFAULT_FEED_RETENTION`] changes per owner.
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(30),
+            acquire_timeout: Duration::from_secs(10),
+            schema: "public".to_owned(),
+            feed_retention: DEFAULT_FEED_RETENTION,
+        }
+    }
+}
+
+/// Why [`PgStore::connect`] (or [`PgKeyRegistry::connect`]) failed. No variant repeats the URL,
+/// which may hold a password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// The connection URL could not be parsed.
+    #[error("invalid PostgreSQL connection URL: {reason}")]
+    InvalidUrl {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// [`PgOptions::schema`] is not an acceptable schema name.
+    #[error(
+        "invalid PostgreSQL schema name {schema:?}: use 1 to 63 characters of a-z, 0-9 and _, \
+         not starting with a digit or pg_"
+    )]
+    InvalidSchema {
+        /// The name given.
+        schema: String,
+    },
+    /// Another option is out of range.
+    #[error("invalid PostgreSQL store options: {reason}")]
+    InvalidOptions {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The database could not be reached or refused the connection.
+    #[error("cannot connect to PostgreSQL: {reason}")]
+    Unreachable {
+        /// Why, in the driver's or the server's words.
+        reason: String,
+    },
+    /// Creating the schema or recording migrations failed.
+    #[error("cannot prepare the PostgreSQL schema: {reason}")]
+    Setup {
+        /// The server's words.
+        reason: String,
+    },
+    /// A migration failed; nothing of it was applied.
+    #[error("migration to wsp schema version {version} failed: {reason}")]
+    Migration {
+        /// The version it would have reached.
+        version: i32,
+        /// The server's words.
+        reason: String,
+    },
+    /// The schema was migrated by a newer wsp than this build.
+    #[error(
+        "the PostgreSQL schema {schema} has wsp schema version {found}, newer than version \
+         {supported} that this build understands; upgrade wsp to use it"
+    )]
+    TooNew {
+        /// The schema.
+        schema: String,
+        /// Its version.
+        found: i32,
+        /// The newest version this build knows ([`SCHEMA_VERSION`]).
+        supported: i32,
+    },
+}
+
+/// Runs `$body`, a future using the pooled connection `$client` and resolving to
+/// `Result<T, Failure>`, on a fresh connection per try, retrying as `$attempts`
+/// ([`Attempts`]) allows. Evaluates to `Result<T, StoreError>`.
+macro_rules! retrying {
+    ($db:expr, $attempts:expr, |$client:ident| $body:expr) => {{
+        let db: &$crate::Database = &$db;
+        let mut attempts: $crate::failure::Attempts = $attempts;
+        loop {
+            #[allow(unused_mut)]
+            let mut $client = match db.client(&attempts).await {
+                Ok(client) => client,
+                Err(e) => break Err(e),
+            };
+            let result = db.within($body).await;
+            match result {
+                Ok(value) => break Ok(value),
+                Err(failure) => {
+                    if let Err(e) = attempts.again(failure, $client) {
+                        break Err(e);
+                    }
+                }
+            }
+        }
+    }};
+}
+pub(crate) use retrying;
+
+/// The connection pool and schema shared by a store and its key registry.
+#[derive(Clone)]
+pub(crate) struct Database {
+    pool: Pool,
+    /// The connection settings, for connections outside the pool (the listener).
+    config: tokio_postgres::Config,
+    schema: Arc<SchemaName>,
+    /// How long one try may wait for the server's answers, when bounded.
+    deadline: Option<Duration>,
+}
+
+impl Database {
+    /// Builds the pool, opens a first connection and migrates the schema.
+    async fn connect(url: &str, options: &PgOptions) -> Result<Self, ConnectError> {
+        let schema = SchemaName::parse(&options.schema)?;
+        if options.max_connections == 0 {
+            return Err(ConnectError::InvalidOptions {
+                reason: "max_connections must be at least 1".into(),
+            });
+        }
+        let mut config: tokio_postgres::Config =
+            url.parse().map_err(|e: tokio_postgres::Error| {
+                use std::error::Error as _;
+                ConnectError::InvalidUrl {
+                    reason: match e.source() {
+                        Some(source) => format!("{e}: {source}"),
+                        None => e.to_string(),
+                    },
+                }
+            })?;
+        config.connect_timeout(options.connect_timeout);
+        if config.get_application_name().is_none() {
+            config.application_name("wsp");
+        }
+        let millis = options.statement_timeout.as_millis();
+        let mut startup = config.get_options().unwrap_or_default().to_owned();
+        startup.push_str(&format!(
+            " -c statement_timeout={millis} -c idle_in_transaction_session_timeout={millis}"
+        ));
+        config.options(startup.trim_start());
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.max_connections)
+            .wait_timeout(Some(options.acquire_timeout))
+            .create_timeout(Some(options.connect_timeout))
+            .recycle_timeout(Some(options.connect_timeout))
+            .runtime(Runtime::Tokio1)
+            .build()
+            .map_err(|e| ConnectError::InvalidOptions {
+                reason: e.to_string(),
+            })?;
+        let mut client = pool.get().await.map_err(|e| ConnectError::Unreachable {
+            reason: match failure::pool_error("connect", e) {
+                StoreError::Unavailable(reason) | StoreError::Internal(reason) => reason,
+                other => other.to_string(),
+            },
+        })?;
+        schema::migrate(&mut client, &schema).await?;
+        // The server cancels a statement after `statement_timeout`; a try that hears nothing for
+        // longer (plus time to connect) is talking to a dead peer or a black-holed network.
+        let deadline = (!options.statement_timeout.is_zero())
+            .then(|| options.statement_timeout + options.connect_timeout);
+        Ok(Self {
+            pool,
+            config,
+            schema: Arc::new(schema),
+            deadline,
+        })
+    }
+
+    /// Runs one try, giving up when it outlives the deadline.
+    async fn within<T>(
+        &self,
+        attempt: impl Future<Output = Result<T, Failure>>,
+    ) -> Result<T, Failure> {
+        match self.deadline {
+            Some(deadline) => tokio::time::timeout(deadline, attempt)
+                .await
+                .unwrap_or(Err(Failure::NoAnswer(deadline))),
+            None => attempt.await,
+        }
+    }
+
+    fn schema(&self) -> &SchemaName {
+        &self.schema
+    }
+
+    /// A pooled connection for one try of `attempts`' operation.
+    async fn client(&self, attempts: &Attempts) -> Result<Client, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| failure::pool_error(attempts.op(), e))
+    }
+}
+
+/// Notices a subscriber may fall behind by before it loses some (it then re-reads the feed).
+const NOTICE_CAPACITY: usize = 1024;
+
+/// A [`WorkspaceStore`] in a PostgreSQL database, for any number of replicas at once.
+///
+/// Cloning is cheap and shares the pool. Calls must be made from within a Tokio runtime.
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    limits: Limits,
+    retention: Retention,
+    sql: FileSql,
+    snapshots: SnapshotSql,
+    notices: broadcast::Sender<ChangeNotice>,
+    /// Passes on other replicas' notices; stops when the store is dropped.
+    _listener: listener::Listener,
+}
+
+impl Inner {
+    /// Tells subscribers that `owner`'s feed reached `seq` (after the commit).
+    fn notify(&self, owner: &Owner, seq: u64) {
+        // No receiver is fine: nobody is watching.
+        let _ = self.notices.send(ChangeNotice {
+            owner: owner.clone(),
+            seq,
+        });
+    }
+}
+
+impl fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.inner.db.schema().as_str())
+            .field("limits", &self.inner.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (a `postgres://` URL or a `key=value` string, as
+    /// `tokio-postgres` reads them), creating the schema and applying pending migrations.
+    ///
+    /// Fails when the database cannot be reached within [`PgOptions::connect_timeout`], or the
+    /// schema was migrated by a newer wsp. Without an `application_name` in the URL, sessions
+    /// are named `wsp` (visible in `pg_stat_activity`).
+    pub async fn connect(
+        url: &str,
+        limits: Limits,
+        options: PgOptions,
+    ) -> Result<Self, ConnectError> {
+        let db = Database::connect(url, &options).await?;
+        let replica = format!("{:016x}", wsp_store::new_life_id());
+        let sql = FileSql::new(db.schema(), &replica);
+        let snapshots = SnapshotSql::new(db.schema());
+        let (notices, _) = broadcast::channel(NOTICE_CAPACITY);
+        let listener = listener::spawn(
+            listener::Settings {
+                config: db.config.clone(),
+                schema: db.schema().clone(),
+                replica,
+                ping: options.connect_timeout.max(Duration::from_secs(1)),
+            },
+            notices.clone(),
+        );
+        Ok(Self {
+            inner: Arc::new(Inner {
+                db,
+                limits,
+                retention: Retention::new(&limits, options.feed_retention),
+                sql,
+                snapshots,
+                notices,
+                _listener: listener,
+            }),
+        })
+    }
+
+    /// The key registry in the same database and schema, sharing this store's connections.
+    pub fn key_registry(&self) -> PgKeyRegistry {
+        PgKeyRegistry::new(self.inner.db.clone())
+    }
+
+    /// The schema holding this store's tables.
+    pub fn schema(&self) -> &str {
+        self.inner.db.schema().as_str()
+    }
+}
+
+impl WorkspaceStore for PgStore {
+    fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    fn list<'a>(
+        &'a self,
+        owner: &'a Owner,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("list"), |client| files::list(
+                &client, &inner.sql, owner, prefix
+            ))
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        version: Option<u64>,
+    ) -> StoreFuture<'a, StoredFile> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            let (meta, content) = retrying!(inner.db, Attempts::read("get"), |client| files::get(
+                &client,
+                &inner.sql,
+                inner.retention,
+                owner,
+                path,
+                version
+            ))?;
+            Ok(StoredFile { meta, content })
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        write: FileWrite,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, StoredFile> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            check_file_size(&inner.limits, &write)?;
+            let written = retrying!(inner.db, Attempts::write("put"), |client| files::put(
+                &mut client,
+                &inner.sql,
+                &inner.limits,
+                inner.retention,
+                owner,
+                path,
+                &write,
+                &precondition
+            ))?;
+            inner.notify(owner, written.seq);
+            let size = write.content.len() as u64;
+            let FileWrite {
+                content,
+                content_type,
+                author,
+            } = write;
+            Ok(StoredFile {
+                meta: FileMeta {
+                    path: path.clone(),
+                    content_type,
+                    version: written.version,
+                    etag: written.etag,
+                    updated_at: written.updated_at,
+                    size,
+                    author,
+                },
+                content,
+            })
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, Deleted> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            let (deleted, seq) =
+                retrying!(inner.db, Attempts::write("delete"), |client| files::delete(
+                    &mut client,
+                    &inner.sql,
+                    inner.retention,
+                    owner,
+                    path,
+                    &precondition
+                ))?;
+            inner.notify(owner, seq);
+            Ok(deleted)
+        })
+    }
+
+    fn history<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(
+                inner.db,
+                Attempts::read("history"),
+                |client| files::history(&client, &inner.sql, inner.retention, owner, path)
+            )
+        })
+    }
+
+    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::write("snapshot"), |client| {
+                snapshots::take(&client, &inner.snapshots, owner, label)
+            })
+        })
+    }
+
+    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("snapshot info"), |client| {
+                snapshots::info_of(&client, &inner.snapshots, owner, id)
+            })
+        })
+    }
+
+    fn release_snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a str,
+        outcome: &'a str,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::write("snapshot release"), |client| {
+                snapshots::release(
+                    &mut client,
+                    &inner.snapshots,
+                    inner.retention,
+                    owner,
+                    id,
+                    outcome,
+                )
+            })
+        })
+    }
+
+    fn list_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("list_at"), |client| {
+                snapshots::list_at(&client, &inner.snapshots, owner, snapshot, prefix)
+            })
+        })
+    }
+
+    fn get_at<'a>(
+        &'a self,
+        owner: &'a Owner,
+        snapshot: &'a str,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, StoredFile> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            let (meta, content) = retrying!(inner.db, Attempts::read("get_at"), |client| {
+                snapshots::get_at(&client, &inner.snapshots, owner, snapshot, path)
+            })?;
+            Ok(StoredFile { meta, content })
+        })
+    }
+
+    fn changes<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: u64,
+        limit: usize,
+    ) -> StoreFuture<'a, ChangePage> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("changes"), |client| {
+                snapshots::changes(&client, &inner.snapshots, owner, after, limit)
+            })
+        })
+    }
+
+    fn subscribe(&self) -> Option<broadcast::Receiver<ChangeNotice>> {
+        Some(self.inner.notices.subscribe())
+    }
+}

@@ -1,0 +1,388 @@
+//! Run-start snapshots and the change feed as SQL.
+//!
+//! A snapshot is a row pinning the owner's sequence number; reads through it pick, per path,
+//! the newest stored row at or before the pin (a tombstone row hides the path). Taking one
+//! locks the owner row for an instant, so it never pins a sequence number whose transaction
+//! is still running; releasing one locks it for the prune that follows.
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Client;
+use tokio_postgres::Row;
+use wsp_store::{ChangeEvent, ChangePage, FileMeta, SnapshotInfo, StoreError, new_snapshot_id};
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+
+use crate::failure::Failure;
+use crate::files::{Retention, meta, prefix_end};
+use crate::schema::SchemaName;
+
+/// Pins the owner's current sequence number (creating the owner row at 0 when it has none).
+/// The upsert waits for a write of the owner in flight and then reads what it committed.
+const TAKE: &str = "
+    WITH pinned AS (
+        INSERT INTO {s}.wsp_owners AS o (tenant, workspace, seq, live_files)
+        VALUES ($1, $2, 0, 0)
+        ON CONFLICT (tenant, workspace) DO UPDATE SET seq = o.seq
+        RETURNING o.seq
+    )
+    INSERT INTO {s}.wsp_snapshots (tenant, workspace, id, seq, label, created_at)
+    SELECT $1, $2, $3, seq, $4, clock_timestamp() FROM pinned
+    RETURNING seq, created_at";
+
+const INFO: &str = "
+    SELECT seq, label, created_at, released_at, outcome FROM {s}.wsp_snapshots
+    WHERE tenant = $1 AND workspace = $2 AND id = $3";
+
+const LOCK_OWNER: &str = "
+    SELECT FROM {s}.wsp_owners WHERE tenant = $1 AND workspace = $2 FOR UPDATE";
+
+const RELEASE: &str = "
+    UPDATE {s}.wsp_snapshots SET released_at = clock_timestamp(), outcome = $4
+    WHERE tenant = $1 AND workspace = $2 AND id = $3 AND released_at IS NULL
+    RETURNING seq, label, created_at, released_at, outcome";
+
+/// After a release: drops every stored row of the owner that neither history (`$3` versions
+/// of a live life), nor an open snapshot, nor the hiding of older rows (a path's newest row,
+/// while any snapshot is open) needs.
+const PRUNE_OWNER: &str = "
+    DELETE FROM {s}.wsp_versions AS v
+    USING {s}.wsp_files AS f
+    WHERE v.tenant = $1 AND v.workspace = $2
+      AND f.tenant = v.tenant AND f.workspace = v.workspace AND f.path = v.path
+      AND NOT (f.live AND v.life = f.life AND NOT v.deleted AND v.version > f.version - $3::bigint)
+      AND NOT (v.seq = f.seq AND EXISTS (
+          SELECT FROM {s}.wsp_snapshots AS s
+          WHERE s.tenant = $1 AND s.workspace = $2 AND s.released_at IS NULL))
+      AND NOT {seen}";
+
+/// Per path in `$4 <= path {upper}`, the newest row at or before open snapshot `$3`'s pin;
+/// one row of NULLs when the snapshot is open but sees nothing there, no row when it is
+/// unknown or released.
+const LIST_AT: &str = "
+    SELECT x.life, x.version, x.content_type, x.author, x.updated_at, x.size, x.path, x.deleted
+    FROM {s}.wsp_snapshots AS s
+    LEFT JOIN LATERAL (
+        SELECT DISTINCT ON (v.path)
+               v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.path,
+               v.deleted
+        FROM {s}.wsp_versions AS v
+        WHERE v.tenant = $1 AND v.workspace = $2 AND v.path >= $4 {upper} AND v.seq <= s.seq
+        ORDER BY v.path, v.seq DESC
+    ) AS x ON true
+    WHERE s.tenant = $1 AND s.workspace = $2 AND s.id = $3 AND s.released_at IS NULL
+    ORDER BY x.path";
+
+/// The newest row of path `$4` at or before open snapshot `$3`'s pin.
+const GET_AT: &str = "
+    SELECT x.life, x.version, x.content_type, x.author, x.updated_at, x.size, x.content,
+           x.deleted
+    FROM {s}.wsp_snapshots AS s
+    JOIN LATERAL (
+        SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content,
+               v.deleted
+        FROM {s}.wsp_versions AS v
+        WHERE v.tenant = $1 AND v.workspace = $2 AND v.path = $4 AND v.seq <= s.seq
+        ORDER BY v.seq DESC
+        LIMIT 1
+    ) AS x ON true
+    WHERE s.tenant = $1 AND s.workspace = $2 AND s.id = $3 AND s.released_at IS NULL";
+
+/// The head, the oldest retained change, and up to `$4` changes after `$3`, in one snapshot.
+const CHANGES: &str = "
+    SELECT h.head, o.oldest, c.seq, c.path, c.version, c.deleted, c.at
+    FROM (
+        SELECT coalesce(max(seq), 0) AS head FROM {s}.wsp_owners
+        WHERE tenant = $1 AND workspace = $2
+    ) AS h
+    CROSS JOIN (
+        SELECT min(seq) AS oldest FROM {s}.wsp_changes
+        WHERE tenant = $1 AND workspace = $2
+    ) AS o
+    LEFT JOIN LATERAL (
+        SELECT seq, path, version, deleted, at FROM {s}.wsp_changes
+        WHERE tenant = $1 AND workspace = $2 AND seq > $3
+        ORDER BY seq
+        LIMIT $4
+    ) AS c ON true
+    ORDER BY c.seq";
+
+/// The snapshot and feed statements with the schema name filled in.
+#[derive(Debug)]
+pub(crate) struct SnapshotSql {
+    take: String,
+    info: String,
+    lock_owner: String,
+    release: String,
+    prune_owner: String,
+    list_at_range: String,
+    list_at_from: String,
+    get_at: String,
+    changes: String,
+}
+
+impl SnapshotSql {
+    pub(crate) fn new(schema: &SchemaName) -> Self {
+        let seen = crate::files::SEEN_BY_A_SNAPSHOT;
+        Self {
+            take: schema.render(TAKE),
+            info: schema.render(INFO),
+            lock_owner: schema.render(LOCK_OWNER),
+            release: schema.render(RELEASE),
+            prune_owner: schema.render(&PRUNE_OWNER.replace("{seen}", seen)),
+            list_at_range: schema.render(&LIST_AT.replace("{upper}", "AND v.path < $5")),
+            list_at_from: schema.render(&LIST_AT.replace("{upper}", "")),
+            get_at: schema.render(GET_AT),
+            changes: schema.render(CHANGES),
+        }
+    }
+
+    /// Every statement, for tests.
+    #[cfg(test)]
+    pub(crate) fn all(&self) -> [&str; 9] {
+        [
+            &self.take,
+            &self.info,
+            &self.lock_owner,
+            &self.release,
+            &self.prune_owner,
+            &self.list_at_range,
+            &self.list_at_from,
+            &self.get_at,
+            &self.changes,
+        ]
+    }
+}
+
+fn owner_params(owner: &Owner) -> (&str, &str) {
+    (owner.tenant.as_str(), owner.workspace.as_str())
+}
+
+fn info(id: &str, row: &Row) -> Result<SnapshotInfo, Failure> {
+    let seq: i64 = row.try_get(0)?;
+    let released_at: Option<DateTime<Utc>> = row.try_get(3)?;
+    let outcome: Option<String> = row.try_get(4)?;
+    Ok(SnapshotInfo {
+        id: id.to_owned(),
+        seq: seq as u64,
+        label: row.try_get(1)?,
+        created_at: row.try_get(2)?,
+        released: released_at.zip(outcome),
+    })
+}
+
+/// Pins the owner's current sequence number under a fresh id.
+pub(crate) async fn take(
+    client: &Client,
+    sql: &SnapshotSql,
+    owner: &Owner,
+    label: &str,
+) -> Result<SnapshotInfo, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let id = new_snapshot_id();
+    let stmt = client.prepare_cached(&sql.take).await?;
+    let row = client
+        .query_one(&stmt, &[&tenant, &workspace, &id, &label])
+        .await?;
+    let seq: i64 = row.try_get(0)?;
+    Ok(SnapshotInfo {
+        id,
+        seq: seq as u64,
+        label: label.to_owned(),
+        created_at: row.try_get(1)?,
+        released: None,
+    })
+}
+
+/// A snapshot's record, released or not.
+pub(crate) async fn info_of(
+    client: &Client,
+    sql: &SnapshotSql,
+    owner: &Owner,
+    id: &str,
+) -> Result<SnapshotInfo, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let stmt = client.prepare_cached(&sql.info).await?;
+    let row = client
+        .query_opt(&stmt, &[&tenant, &workspace, &id])
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    info(id, &row)
+}
+
+/// Releases a snapshot and prunes what only it kept, in one transaction; releasing again
+/// returns the first release.
+pub(crate) async fn release(
+    client: &mut Client,
+    sql: &SnapshotSql,
+    retention: Retention,
+    owner: &Owner,
+    id: &str,
+    outcome: &str,
+) -> Result<SnapshotInfo, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let tx = client.transaction().await?;
+    let lock = tx.prepare_cached(&sql.lock_owner).await?;
+    if tx.query_opt(&lock, &[&tenant, &workspace]).await?.is_none() {
+        return Err(StoreError::NotFound.into());
+    }
+    let release = tx.prepare_cached(&sql.release).await?;
+    let Some(row) = tx
+        .query_opt(&release, &[&tenant, &workspace, &id, &outcome])
+        .await?
+    else {
+        // Unknown, or released before: answer with the record as it is.
+        let stmt = tx.prepare_cached(&sql.info).await?;
+        let row = tx
+            .query_opt(&stmt, &[&tenant, &workspace, &id])
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        return info(id, &row);
+    };
+    let released = info(id, &row)?;
+    let prune = tx.prepare_cached(&sql.prune_owner).await?;
+    tx.execute(&prune, &[&tenant, &workspace, &retention.versions])
+        .await?;
+    tx.commit().await.map_err(Failure::Commit)?;
+    Ok(released)
+}
+
+/// The live files as of an open snapshot, sorted by path, without content.
+pub(crate) async fn list_at(
+    client: &Client,
+    sql: &SnapshotSql,
+    owner: &Owner,
+    id: &str,
+    prefix: &WorkspacePrefix,
+) -> Result<Vec<FileMeta>, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let start = prefix.as_str();
+    let rows = match prefix_end(start) {
+        Some(end) => {
+            let stmt = client.prepare_cached(&sql.list_at_range).await?;
+            client
+                .query(&stmt, &[&tenant, &workspace, &id, &start, &end])
+                .await?
+        }
+        None => {
+            let stmt = client.prepare_cached(&sql.list_at_from).await?;
+            client
+                .query(&stmt, &[&tenant, &workspace, &id, &start])
+                .await?
+        }
+    };
+    if rows.is_empty() {
+        return Err(StoreError::NotFound.into());
+    }
+    let mut files = Vec::new();
+    for row in &rows {
+        let Some(raw) = row.try_get::<_, Option<&str>>(6)? else {
+            continue; // the snapshot sees nothing under this prefix
+        };
+        if row.try_get::<_, bool>(7)? {
+            continue; // deleted at the snapshot's moment
+        }
+        let path = WorkspacePath::parse(raw).map_err(|_| {
+            StoreError::Internal(
+                "postgres list_at: a stored path is not a valid workspace path".into(),
+            )
+        })?;
+        files.push(meta(row, path)?);
+    }
+    Ok(files)
+}
+
+/// The live file as of an open snapshot.
+pub(crate) async fn get_at(
+    client: &Client,
+    sql: &SnapshotSql,
+    owner: &Owner,
+    id: &str,
+    path: &WorkspacePath,
+) -> Result<(FileMeta, String), Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let stmt = client.prepare_cached(&sql.get_at).await?;
+    let row = client
+        .query_opt(&stmt, &[&tenant, &workspace, &id, &path.as_str()])
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    if row.try_get::<_, bool>(7)? {
+        return Err(StoreError::NotFound.into());
+    }
+    let meta = meta(&row, path.clone())?;
+    let content: Vec<u8> = row.try_get(6)?;
+    let content = String::from_utf8(content).map_err(|_| {
+        StoreError::Internal("postgres get_at: stored content is not valid UTF-8".into())
+    })?;
+    Ok((meta, content))
+}
+
+/// Up to `limit` changes after `after`, with the feed's head and oldest retained position.
+pub(crate) async fn changes(
+    client: &Client,
+    sql: &SnapshotSql,
+    owner: &Owner,
+    after: u64,
+    limit: usize,
+) -> Result<ChangePage, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let stmt = client.prepare_cached(&sql.changes).await?;
+    let rows = client
+        .query(&stmt, &[&tenant, &workspace, &after, &limit])
+        .await?;
+    let first = rows
+        .first()
+        .ok_or_else(|| StoreError::Internal("postgres changes: no head row".into()))?;
+    let head: i64 = first.try_get(0)?;
+    let oldest: Option<i64> = first.try_get(1)?;
+    let mut events = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let Some(seq) = row.try_get::<_, Option<i64>>(2)? else {
+            continue; // nothing after `after`
+        };
+        let raw: &str = row.try_get(3)?;
+        let path = WorkspacePath::parse(raw).map_err(|_| {
+            StoreError::Internal(
+                "postgres changes: a stored path is not a valid workspace path".into(),
+            )
+        })?;
+        let version: i64 = row.try_get(4)?;
+        events.push(ChangeEvent {
+            seq: seq as u64,
+            path,
+            version: version as u64,
+            deleted: row.try_get(5)?,
+            at: row.try_get(6)?,
+        });
+    }
+    Ok(ChangePage {
+        events,
+        oldest: oldest.map_or(head + 1, |o| o) as u64,
+        head: head as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::tests::names_the_owner;
+
+    #[test]
+    fn every_statement_names_the_owner() {
+        let sql = SnapshotSql::new(&SchemaName::parse("s").unwrap());
+        for stmt in sql.all() {
+            assert!(!stmt.contains('{') && !stmt.contains("LIKE"), "{stmt}");
+            let clauses: Vec<&str> = stmt.split("WHERE ").skip(1).collect();
+            assert!(
+                !clauses.is_empty() || stmt.contains("VALUES ($1, $2, "),
+                "{stmt}"
+            );
+            for clause in clauses {
+                assert!(
+                    names_the_owner(clause),
+                    "a WHERE clause without the owner in {stmt}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,333 @@
+//! Finding the test database, a fresh schema per test, and stores that delegate to `PgStore`s.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use wsp_store::{
+    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, SnapshotInfo,
+    StoreFuture, StoredFile, WorkspaceStore, new_life_id,
+};
+use wsp_store_postgres::{PgOptions, PgStore};
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+
+/// The variable holding the test database's URL.
+pub const URL_VAR: &str = "WSP_TEST_POSTGRES_URL";
+/// Set to `1` to skip the PostgreSQL tests explicitly.
+pub const SKIP_VAR: &str = "WSP_SKIP_POSTGRES";
+
+/// The test database's URL, or `None` when skipping was asked for (after saying so once on
+/// stderr, past the test harness's output capture). Panics when neither is set: silence is not a pass.
+pub fn database_url() -> Option<String> {
+    if let Ok(url) = std::env::var(URL_VAR)
+        && !url.trim().is_empty()
+    {
+        return Some(url);
+    }
+    if std::env::var(SKIP_VAR).as_deref() == Ok("1") {
+        static SAID: Once = Once::new();
+        SAID.call_once(|| {
+            let line = format!(
+                "SKIPPED: PostgreSQL tests not run ({SKIP_VAR}=1; set {URL_VAR} to run them)\n"
+            );
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        });
+        return None;
+    }
+    panic!(
+        "{URL_VAR} is not set, so the PostgreSQL store tests cannot run. Point it at a server \
+         whose role may create schemas, e.g. \
+         {URL_VAR}=postgres://postgres@127.0.0.1:5432/test, or set {SKIP_VAR}=1 to skip these \
+         tests explicitly."
+    );
+}
+
+/// The test database's URL, or returns from the calling test when skipping.
+macro_rules! database_or_skip {
+    () => {
+        match $crate::support::database_url() {
+            Some(url) => url,
+            None => return,
+        }
+    };
+}
+pub(crate) use database_or_skip;
+
+/// An admin connection (its own, outside any store's pool).
+pub async fn admin(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("the test database accepts an admin connection");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+/// A schema of its own for one test, named `wsp_test_<random>`; dropped (with everything in it)
+/// when this is dropped.
+pub struct TestSchema {
+    /// The database URL.
+    pub url: String,
+    /// The schema name.
+    pub name: String,
+}
+
+impl TestSchema {
+    pub fn new(url: &str) -> Self {
+        Self {
+            url: url.to_owned(),
+            name: format!("wsp_test_{:016x}", new_life_id()),
+        }
+    }
+
+    /// Options for a store in this schema, sized for tests running side by side.
+    pub fn options(&self) -> PgOptions {
+        PgOptions {
+            max_connections: 8,
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(30),
+            acquire_timeout: Duration::from_secs(30),
+            schema: self.name.clone(),
+            ..PgOptions::default()
+        }
+    }
+
+    /// A store (a replica) in this schema.
+    pub async fn store(&self, limits: Limits) -> PgStore {
+        PgStore::connect(&self.url, limits, self.options())
+            .await
+            .expect("the test store connects")
+    }
+
+    /// `sql` with `{s}` replaced by the quoted schema name.
+    pub fn sql(&self, sql: &str) -> String {
+        sql.replace("{s}", &format!("\"{}\"", self.name))
+    }
+}
+
+impl Drop for TestSchema {
+    fn drop(&mut self) {
+        let (url, name) = (self.url.clone(), self.name.clone());
+        // Drop may run inside a runtime that is unwinding: use a thread with its own.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                tokio::spawn(connection);
+                client
+                    .batch_execute(&format!(
+                        "SET lock_timeout = '10s'; DROP SCHEMA IF EXISTS \"{name}\" CASCADE"
+                    ))
+                    .await
+                    .map_err(|e| format!("{e:?}"))
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: could not drop test schema {}: {dropped:?}",
+                self.name
+            );
+        }
+    }
+}
+
+/// Implements `WorkspaceStore` for `$ty` by calling the `PgStore` that `$pick` returns.
+macro_rules! delegate_store {
+    ($ty:ty, |$this:ident| $pick:expr) => {
+        impl WorkspaceStore for $ty {
+            fn limits(&self) -> Limits {
+                let $this = self;
+                $pick.limits()
+            }
+
+            fn list<'a>(
+                &'a self,
+                owner: &'a Owner,
+                prefix: &'a WorkspacePrefix,
+            ) -> StoreFuture<'a, Vec<FileMeta>> {
+                let $this = self;
+                $pick.list(owner, prefix)
+            }
+
+            fn get<'a>(
+                &'a self,
+                owner: &'a Owner,
+                path: &'a WorkspacePath,
+                version: Option<u64>,
+            ) -> StoreFuture<'a, StoredFile> {
+                let $this = self;
+                $pick.get(owner, path, version)
+            }
+
+            fn put<'a>(
+                &'a self,
+                owner: &'a Owner,
+                path: &'a WorkspacePath,
+                write: FileWrite,
+                precondition: Precondition,
+            ) -> StoreFuture<'a, StoredFile> {
+                let $this = self;
+                $pick.put(owner, path, write, precondition)
+            }
+
+            fn delete<'a>(
+                &'a self,
+                owner: &'a Owner,
+                path: &'a WorkspacePath,
+                precondition: Precondition,
+            ) -> StoreFuture<'a, Deleted> {
+                let $this = self;
+                $pick.delete(owner, path, precondition)
+            }
+
+            fn history<'a>(
+                &'a self,
+                owner: &'a Owner,
+                path: &'a WorkspacePath,
+            ) -> StoreFuture<'a, Vec<FileMeta>> {
+                let $this = self;
+                $pick.history(owner, path)
+            }
+
+            fn snapshot<'a>(
+                &'a self,
+                owner: &'a Owner,
+                label: &'a str,
+            ) -> StoreFuture<'a, SnapshotInfo> {
+                let $this = self;
+                $pick.snapshot(owner, label)
+            }
+
+            fn snapshot_info<'a>(
+                &'a self,
+                owner: &'a Owner,
+                id: &'a str,
+            ) -> StoreFuture<'a, SnapshotInfo> {
+                let $this = self;
+                $pick.snapshot_info(owner, id)
+            }
+
+            fn release_snapshot<'a>(
+                &'a self,
+                owner: &'a Owner,
+                id: &'a str,
+                outcome: &'a str,
+            ) -> StoreFuture<'a, SnapshotInfo> {
+                let $this = self;
+                $pick.release_snapshot(owner, id, outcome)
+            }
+
+            fn list_at<'a>(
+                &'a self,
+                owner: &'a Owner,
+                snapshot: &'a str,
+                prefix: &'a WorkspacePrefix,
+            ) -> StoreFuture<'a, Vec<FileMeta>> {
+                let $this = self;
+                $pick.list_at(owner, snapshot, prefix)
+            }
+
+            fn get_at<'a>(
+                &'a self,
+                owner: &'a Owner,
+                snapshot: &'a str,
+                path: &'a WorkspacePath,
+            ) -> StoreFuture<'a, StoredFile> {
+                let $this = self;
+                $pick.get_at(owner, snapshot, path)
+            }
+
+            fn changes<'a>(
+                &'a self,
+                owner: &'a Owner,
+                after: u64,
+                limit: usize,
+            ) -> StoreFuture<'a, ChangePage> {
+                let $this = self;
+                $pick.changes(owner, after, limit)
+            }
+
+            fn subscribe(&self) -> Option<broadcast::Receiver<ChangeNotice>> {
+                let $this = self;
+                $pick.subscribe()
+            }
+        }
+    };
+}
+
+/// One store in a schema of its own, dropped with it.
+pub struct TestStore {
+    // Declared first so that its connections close before the schema is dropped.
+    store: PgStore,
+    _schema: TestSchema,
+}
+
+impl TestStore {
+    pub async fn new(url: &str, limits: Limits) -> Self {
+        let schema = TestSchema::new(url);
+        Self {
+            store: schema.store(limits).await,
+            _schema: schema,
+        }
+    }
+}
+
+delegate_store!(TestStore, |this| this.store);
+
+/// Several stores (replicas) on one schema; each call goes to the next one in turn (so a
+/// subscriber of one replica hears of writes made through the others).
+pub struct Replicas {
+    stores: Vec<PgStore>,
+    next: AtomicUsize,
+    _schema: TestSchema,
+}
+
+impl Replicas {
+    pub async fn new(url: &str, limits: Limits, count: usize) -> Self {
+        let schema = TestSchema::new(url);
+        let mut stores = Vec::new();
+        for _ in 0..count {
+            stores.push(schema.store(limits).await);
+        }
+        Self {
+            stores,
+            next: AtomicUsize::new(0),
+            _schema: schema,
+        }
+    }
+
+    fn pick(&self) -> &PgStore {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        &self.stores[i % self.stores.len()]
+    }
+}
+
+delegate_store!(Replicas, |this| this.pick());
+
+/// `n` stores on one fresh schema, as `n` replicas would be.
+pub async fn replicas(url: &str, limits: Limits, n: usize) -> (TestSchema, Vec<Arc<PgStore>>) {
+    let schema = TestSchema::new(url);
+    let mut stores = Vec::new();
+    for _ in 0..n {
+        stores.push(Arc::new(schema.store(limits).await));
+    }
+    (schema, stores)
+}
+
+pub fn owner(tenant: &str) -> Owner {
+    Owner::parse(tenant, "w").expect("valid owner")
+}
+
+pub fn path(p: &str) -> WorkspacePath {
+    WorkspacePath::parse(p).expect("valid path")
+}

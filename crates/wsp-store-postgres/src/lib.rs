@@ -19,15 +19,25 @@
 //!   history pruning commit together. Writers of one owner queue on its row lock, on whichever
 //!   replica they run; writers of different owners never wait for each other.
 //! - **Reads** are single statements, each on one consistent snapshot.
-//! - **Schema** (tables `wsp_owners`, `wsp_files`, `wsp_versions`, `wsp_keys`, in the schema
-//!   named by [`PgOptions::schema`]) mirrors the SQLite store's data model: a per-owner `seq`
-//!   recorded on every version and on every path's latest change (tombstones included), so a
-//!   change feed and run snapshots can be added by a later migration. Text keys collate as
+//! - **Schema** (tables `wsp_owners`, `wsp_files`, `wsp_versions`, `wsp_changes`,
+//!   `wsp_snapshots`, `wsp_keys`, in the schema named by [`PgOptions::schema`]) mirrors the
+//!   SQLite store's data model: a per-owner `seq` taken by every write and delete, recorded on
+//!   each stored version, on each path's latest change and in the feed. Text keys collate as
 //!   `"C"`, so lists sort in byte order and prefixes are primary-key ranges. Migrations are
 //!   versioned in `wsp_schema_migrations` and applied at connect under an advisory lock, so
-//!   replicas starting at once migrate exactly once.
-//! - **Deletes** tombstone the path and drop its stored versions in the same transaction; a
-//!   later write starts a new life with a fresh random life id, so etags never repeat.
+//!   replicas starting at once migrate exactly once; each new one is appended.
+//! - **Snapshots** pin an owner's `seq` (a row; nothing is copied). Reads through one take,
+//!   per path, the newest stored row at or before the pin; a delete leaves a tombstone row
+//!   while any snapshot is open, and pruning keeps what an open snapshot sees until it is
+//!   released.
+//! - **Deletes** tombstone the path; a later write starts a new life with a fresh random life
+//!   id, so etags never repeat.
+//! - **Change feed and notices.** Every write and delete appends to `wsp_changes` (trimmed to
+//!   [`PgOptions::feed_retention`] per owner) and runs `pg_notify` in its transaction. Each
+//!   store `LISTEN`s on one extra connection and passes the notices of its schema to its
+//!   subscribers ([`WorkspaceStore::subscribe`]), so a replica's subscribers hear of commits
+//!   made through any replica; the listener reconnects by itself and then re-announces every
+//!   owner's head, since notices are wake-up calls and readers re-read the feed.
 //! - **Failures.** A lost connection, a timeout or an overloaded server is
 //!   [`StoreError::Unavailable`] (503 at the HTTP edge); a call that failed before `COMMIT` was
 //!   sent is retried on a fresh connection first (twice at most). Anything else is

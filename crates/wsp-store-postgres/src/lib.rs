@@ -93,7 +93,7 @@ use tokio::sync::broadcast;
 use tokio_postgres::NoTls;
 use wsp_store::{
     ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, SnapshotInfo, StoreError, StoreFuture, StoredFile, WorkspaceStore,
+    Precondition, SnapshotInfo, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
     check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
@@ -428,6 +428,10 @@ impl PgStore {
 impl WorkspaceStore for PgStore {
     fn limits(&self) -> Limits {
         self.inner.limits
+    }
+
+    fn features(&self) -> StoreFeatures {
+        StoreFeatures::ALL
     }
 
     fn list<'a>(

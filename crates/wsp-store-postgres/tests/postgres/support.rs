@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, SnapshotInfo,
-    StoreFuture, StoredFile, WorkspaceStore, new_life_id,
+    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, new_life_id,
 };
 use wsp_store_postgres::{PgOptions, PgStore};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
@@ -148,6 +148,11 @@ macro_rules! delegate_store {
             fn limits(&self) -> Limits {
                 let $this = self;
                 $pick.limits()
+            }
+
+            fn features(&self) -> StoreFeatures {
+                let $this = self;
+                $pick.features()
             }
 
             fn list<'a>(

@@ -357,11 +357,12 @@ impl ContextInputs {
         let mut entries = layout.entries;
         // Index entries that could not be read follow their index in the report.
         for (at, notes) in index_notes.into_iter().rev() {
-            let notes = notes.into_iter().map(|mut n| {
-                if layout.collapsed {
+            // A line the index had no room for is covered by the index's own marker.
+            let notes = notes.into_iter().map(|(mut n, line)| {
+                if !layout.text.contains(&line) {
                     n.reason = n
                         .reason
-                        .map(|r| format!("{r}; the budget cannot hold even the markers"));
+                        .map(|r| format!("{r}; not shown: the index was cut to fit the budget"));
                 }
                 n
             });
@@ -428,7 +429,7 @@ fn index_block(
     dir: &str,
     entries: &[IndexEntry],
     floor: usize,
-) -> (Block, Vec<ReportEntry>) {
+) -> (Block, Vec<(ReportEntry, String)>) {
     let mut lines = Vec::new();
     let mut notes = Vec::new();
     let mut escaped_tags = 0;
@@ -441,23 +442,22 @@ fn index_block(
                 format!("- {} ({}): {summary}\n", entry.name, entry.path)
             }
             ReadOutcome::Missing => {
-                notes.push(index_note(section, entry, Outcome::Missing, "no such file"));
-                format!(
+                let line = format!(
                     "- {} ({}) [MISSING: {}]\n",
                     entry.name, entry.path, entry.path
-                )
+                );
+                let note = index_note(section, entry, Outcome::Missing, "no such file");
+                notes.push((note, line.clone()));
+                line
             }
             ReadOutcome::Refused(why) => {
-                notes.push(index_note(
-                    section,
-                    entry,
-                    Outcome::Skipped,
-                    &why.to_string(),
-                ));
-                format!(
+                let line = format!(
                     "- {} ({}) [SKIPPED: {}: {why}]\n",
                     entry.name, entry.path, entry.path
-                )
+                );
+                let note = index_note(section, entry, Outcome::Skipped, &why.to_string());
+                notes.push((note, line.clone()));
+                line
             }
         };
         lines.push(line);

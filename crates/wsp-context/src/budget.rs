@@ -175,7 +175,7 @@ fn render_block(
         full_tokens: m.body,
         included_tokens: m.body,
         omitted_tokens: 0,
-        floor_tokens: block.floor.min(m.body),
+        floor_tokens: block.floor,
         reason: None,
         escaped_tags: block.escaped_tags,
     };
@@ -365,7 +365,7 @@ fn collapse(
             full_tokens: m.body,
             included_tokens: 0,
             omitted_tokens: m.body,
-            floor_tokens: b.floor.min(m.body),
+            floor_tokens: b.floor,
             reason: Some(match &b.kind {
                 BlockKind::Fixed {
                     reason: Some(reason),

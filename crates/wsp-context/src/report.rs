@@ -39,7 +39,8 @@ pub struct ReportEntry {
     pub included_tokens: usize,
     /// How much was left out, in tokens (as the inline marker says).
     pub omitted_tokens: usize,
-    /// The body tokens reserved for it before higher priorities took the rest.
+    /// Its floor: body tokens reserved for it before the rest of the budget goes by priority
+    /// (it takes only what its body needs).
     pub floor_tokens: usize,
     /// Why it was skipped or cut, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]

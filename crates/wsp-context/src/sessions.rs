@@ -65,7 +65,7 @@ pub struct SessionUpdate {
 pub fn session_index_path(agent_id: &str) -> Result<WorkspacePath, WriteError> {
     let invalid =
         || WriteError::Invalid(format!("agent id {agent_id:?} is not one path component"));
-    if agent_id.contains('/') {
+    if agent_id.contains('/') || !agent_id.starts_with(|c: char| c.is_ascii_alphanumeric()) {
         return Err(invalid());
     }
     WorkspacePath::parse(&format!("agents/{agent_id}/sessions/sessions.json"))

@@ -384,6 +384,109 @@ mod tests {
         assert_eq!(SCHEMA_VERSION, MIGRATIONS.len() as i64);
     }
 
+    /// A database written by schema 1 (no tombstone rows, no snapshots, no feed) keeps every
+    /// file and version, forgets its tombstoned paths, and gains snapshots and a feed.
+    #[tokio::test(flavor = "current_thread")]
+    async fn schema_1_migrates_to_tombstone_rows_snapshots_and_the_feed() {
+        use wsp_store::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
+        use wsp_types::{ETag, Owner, WorkspacePath, WorkspacePrefix};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wsp.sqlite3");
+        // What schema 1 stored after: keep.md v1 (seq 1), gone.md v1 (2), delete gone.md (3,
+        // purging its versions), keep.md v2 (4) and v3 (5), with two versions retained.
+        let v1 = Connection::open(&path).unwrap();
+        v1.execute_batch(MIGRATIONS[0]).unwrap();
+        v1.execute_batch(&format!(
+            "PRAGMA application_id = {APPLICATION_ID};
+             PRAGMA user_version = 1;
+             INSERT INTO owners VALUES ('t', 'w', 5, 1);
+             INSERT INTO files VALUES ('t', 'w', 'keep.md', 7, 3, 1, 5);
+             INSERT INTO files VALUES ('t', 'w', 'gone.md', 9, 2, 0, 3);
+             INSERT INTO versions VALUES ('t', 'w', 'keep.md', 7, 2, 4, 'text/plain', NULL, 0, 2, 'v2');
+             INSERT INTO versions VALUES ('t', 'w', 'keep.md', 7, 3, 5, 'text/plain', 'al', 1, 2, 'v3');"
+        ))
+        .unwrap();
+        drop(v1);
+
+        let limits = Limits {
+            max_versions: 2,
+            ..Limits::default()
+        };
+        let store = crate::SqliteStore::open(&path, limits).unwrap();
+        let owner = Owner::parse("t", "w").unwrap();
+        let keep = WorkspacePath::parse("keep.md").unwrap();
+        let live = store.get(&owner, &keep, None).await.unwrap();
+        assert_eq!(
+            (live.content.as_str(), live.meta.etag.clone()),
+            ("v3", ETag::mint(7, 3))
+        );
+        assert_eq!(live.meta.author.as_deref(), Some("al"));
+        let history = store.history(&owner, &keep).await.unwrap();
+        assert_eq!(
+            history.iter().map(|m| m.version).collect::<Vec<_>>(),
+            [3, 2]
+        );
+
+        let raw = Connection::open(&path).unwrap();
+        let rows: Vec<(String, i64, Option<i64>, i64)> = raw
+            .prepare("SELECT path, version, superseded_by, deleted FROM versions ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("keep.md".into(), 2, Some(5), 0),
+                ("keep.md".into(), 3, None, 0)
+            ]
+        );
+        let tombstoned: i64 = raw
+            .query_row("SELECT count(*) FROM files WHERE live = 0", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(tombstoned, 0, "nothing can see gone.md: forgotten");
+
+        // The feed starts empty at the old head: earlier positions are expired, not invented.
+        let page = store.changes(&owner, 0, 10).await.unwrap();
+        assert_eq!((page.head, page.oldest, page.events.len()), (5, 6, 0));
+        let snap = store.snapshot(&owner, "").await.unwrap();
+        assert_eq!(snap.seq, 5);
+        store
+            .put(&owner, &keep, FileWrite::markdown("v4"), Precondition::None)
+            .await
+            .unwrap();
+        store
+            .put(&owner, &keep, FileWrite::markdown("v5"), Precondition::None)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.get_at(&owner, &snap.id, &keep).await.unwrap().content,
+            "v3"
+        );
+        assert_eq!(
+            store.get(&owner, &keep, Some(3)).await,
+            Err(StoreError::NotFound),
+            "pinned, not served"
+        );
+        let listed = store
+            .list_at(&owner, &snap.id, &WorkspacePrefix::all())
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 1);
+        let page = store.changes(&owner, 5, 10).await.unwrap();
+        assert_eq!(
+            page.events
+                .iter()
+                .map(|e| (e.seq, e.version))
+                .collect::<Vec<_>>(),
+            [(6, 4), (7, 5)]
+        );
+    }
+
     #[test]
     fn a_reader_cannot_write() {
         let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
-//! What the battery cannot see: persistence across reopen, opening refusals, lock behaviour
-//! across connections and SQLite-specific edge cases.
+//! What the battery cannot see: persistence across reopen (files, snapshots, the feed), opening
+//! refusals, lock behaviour across connections and stores, feed retention in storage, when
+//! notices are sent, and SQLite-specific edge cases.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -636,4 +637,178 @@ async fn two_stores_on_one_file_have_one_winner() {
     for s in &stores {
         assert_eq!(s.get(&a, &path("once.md"), None).await.unwrap(), winners[0]);
     }
+}
+
+fn event_rows(raw: &Connection) -> i64 {
+    raw.query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// The feed keeps the configured number of events per owner, in storage too, and a lower
+/// retention after a reopen applies at the next write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_feed_keeps_the_configured_number_of_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = owner("a");
+    let open = |retention| {
+        let options = SqliteOptions::default().feed_retention(retention);
+        SqliteStore::open_with(&db(&dir), Limits::default(), options).unwrap()
+    };
+    let raw = || Connection::open(db(&dir)).unwrap();
+    let seqs = |page: &wsp_store::ChangePage| page.events.iter().map(|e| e.seq).collect::<Vec<_>>();
+
+    let s = open(3);
+    for i in 0..5 {
+        put(&s, &a, &format!("f{i}.md"), "x").await;
+    }
+    put(&s, &owner("b"), "b.md", "x").await;
+    let page = s.changes(&a, 0, 100).await.unwrap();
+    assert_eq!((page.oldest, page.head, seqs(&page)), (3, 5, vec![3, 4, 5]));
+    assert_eq!(event_rows(&raw()), 3 + 1, "trimmed in storage, per owner");
+    let page = s.changes(&a, 3, 1).await.unwrap();
+    assert_eq!(
+        seqs(&page),
+        [4],
+        "a page starts after the position and stops at the limit"
+    );
+    drop(s);
+
+    let s = open(10);
+    for i in 5..9 {
+        put(&s, &a, &format!("f{i}.md"), "x").await;
+    }
+    let page = s.changes(&a, 0, 100).await.unwrap();
+    assert_eq!(
+        (page.oldest, page.head),
+        (3, 9),
+        "a higher retention keeps more"
+    );
+    drop(s);
+
+    let s = open(2);
+    assert_eq!(s.changes(&a, 0, 100).await.unwrap().oldest, 3);
+    s.delete(&a, &path("f0.md"), Precondition::None)
+        .await
+        .unwrap();
+    let page = s.changes(&a, 0, 100).await.unwrap();
+    assert_eq!((page.oldest, page.head, seqs(&page)), (9, 10, vec![9, 10]));
+    assert!(page.events[1].deleted);
+    assert_eq!(event_rows(&raw()), 2 + 1);
+}
+
+/// A notice follows only a committed change: a write refused by its precondition, or whose
+/// transaction fails (here at the feed append), announces nothing and leaves no trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_committed_changes_are_announced() {
+    use tokio::sync::broadcast::error::TryRecvError;
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let a = owner("a");
+    let mut rx = s.subscribe().unwrap();
+    let v1 = put(&s, &a, "a.md", "one").await;
+    assert_eq!(rx.try_recv().unwrap().seq, 1);
+
+    let refused = s
+        .put(
+            &a,
+            &path("a.md"),
+            FileWrite::markdown("x"),
+            Precondition::IfNoneMatchAny,
+        )
+        .await;
+    assert_eq!(refused, Err(StoreError::Conflict { current_version: 1 }));
+    let raw = Connection::open(db(&dir)).unwrap();
+    raw.execute_batch(
+        "CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no feed'); END;",
+    )
+    .unwrap();
+    let failed = s
+        .put(
+            &a,
+            &path("a.md"),
+            FileWrite::markdown("two"),
+            Precondition::None,
+        )
+        .await;
+    assert!(matches!(failed, Err(StoreError::Internal(_))), "{failed:?}");
+    let failed = s.delete(&a, &path("a.md"), Precondition::None).await;
+    assert!(matches!(failed, Err(StoreError::Internal(_))), "{failed:?}");
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(s.get(&a, &path("a.md"), None).await.unwrap(), v1);
+    raw.execute_batch("DROP TRIGGER refuse").unwrap();
+
+    put(&s, &a, "a.md", "two").await;
+    let notice = rx.try_recv().unwrap();
+    assert_eq!((notice.owner, notice.seq), (a.clone(), 2));
+    let page = s.changes(&a, 0, 10).await.unwrap();
+    assert_eq!(
+        page.events.iter().map(|e| e.version).collect::<Vec<_>>(),
+        [1, 2]
+    );
+}
+
+/// Notices from racing writers arrive in sequence order, one per change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn notices_arrive_in_sequence_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(SqliteStore::open(&db(&dir), Limits::default()).unwrap());
+    let a = owner("a");
+    let mut rx = s.subscribe().unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..4 {
+        let (s, a) = (s.clone(), a.clone());
+        tasks.spawn(async move {
+            for i in 0..10 {
+                put(&s, &a, &format!("t{t}/{i}.md"), "x").await;
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+    }
+    let mut seqs = Vec::new();
+    while let Ok(notice) = rx.try_recv() {
+        seqs.push(notice.seq);
+    }
+    assert_eq!(seqs, (1..=40).collect::<Vec<u64>>());
+}
+
+/// Two stores on one file (as two processes would be): a snapshot taken through one keeps the
+/// rows it sees from the other's pruning, and either can read and release it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_pins_rows_for_every_store_on_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = SqliteStore::open(&db(&dir), small()).unwrap();
+    let two = SqliteStore::open(&db(&dir), small()).unwrap();
+    let a = owner("a");
+    put(&one, &a, "a.md", "pinned").await;
+    put(&one, &a, "b.md", "pinned too").await;
+    let snap = one.snapshot(&a, "run").await.unwrap();
+    for i in 2..=6 {
+        put(&two, &a, "a.md", &format!("v{i}")).await;
+    }
+    two.delete(&a, &path("b.md"), Precondition::None)
+        .await
+        .unwrap();
+    for s in [&one, &two] {
+        assert_eq!(
+            s.get_at(&a, &snap.id, &path("a.md")).await.unwrap().content,
+            "pinned"
+        );
+        assert_eq!(
+            s.get_at(&a, &snap.id, &path("b.md")).await.unwrap().content,
+            "pinned too"
+        );
+    }
+    two.release_snapshot(&a, &snap.id, "completed")
+        .await
+        .unwrap();
+    assert_eq!(
+        one.list_at(&a, &snap.id, &WorkspacePrefix::all()).await,
+        Err(StoreError::NotFound)
+    );
+    let raw = Connection::open(db(&dir)).unwrap();
+    assert_eq!(stored_rows(&raw, "a", "a.md"), 3, "the history window only");
+    assert_eq!(stored_rows(&raw, "a", "b.md"), 0, "forgotten");
 }

@@ -1,5 +1,6 @@
 //! `cargo xtask codegen`: the Rust wire types in `crates/wsp-types/src/wire.rs`, generated from
-//! `schemas/*.schema.json` by typify.
+//! `schemas/*.schema.json` by typify, then the configuration file's JSON Schema
+//! (`schemas/config/wsp.schema.json`, see [`crate::config_schema`]).
 //!
 //! typify 0.8 cannot follow a `$ref` into another file, so the schemas are first bundled into
 //! one root document whose `$defs` are keyed by title (see [`crate::schemas::bundle`]).
@@ -31,10 +32,12 @@ const HEADER: &str = "\
 //! schemas themselves.
 ";
 
-/// Regenerates `wire.rs`, or under `check` fails when the committed one differs.
+/// Regenerates `wire.rs` and the configuration schema, or under `check` fails when a committed
+/// one differs. `wire.rs` comes first: it never needs the server to build.
 pub(crate) fn generate(check: bool) -> Result<()> {
     let code = render()?;
-    ensure_file_contents(OUTPUT, &code, check, "cargo xtask codegen")
+    ensure_file_contents(OUTPUT, &code, check, "cargo xtask codegen")?;
+    crate::config_schema::generate(check)
 }
 
 /// The complete text of `wire.rs`.

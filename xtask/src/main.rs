@@ -10,6 +10,7 @@
 
 mod asyncapi;
 mod codegen;
+mod config_schema;
 mod conformance;
 mod host;
 mod interop;
@@ -39,7 +40,8 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [--check]
 
 tasks:
-  codegen [--check]   generate crates/wsp-types/src/wire.rs from schemas/ (typify)
+  codegen [--check]   generate crates/wsp-types/src/wire.rs from schemas/ (typify) and
+                      schemas/config/wsp.schema.json from the config's Rust types (schemars)
   asyncapi [--check]  generate api/asyncapi.yaml (AsyncAPI 3.0)
   openapi [--check]   generate api/openapi.json (OpenAPI 3.1) from the server's annotations
   check               run every generator with --check; fails when any output is stale

@@ -396,6 +396,56 @@ mod tests {
     }
 
     #[test]
+    fn agent_schemas_accept_and_refuse_what_the_wire_contract_says() {
+        let entry = json!({"agentId": "a", "persona": "P", "label": "P", "modelClass": "coding",
+            "packName": "p", "packVersion": "1.0.0", "toolAllowlist": [], "hasHandoffSchemas": false});
+        check("agent-inventory-entry.schema.json", entry.clone(), true);
+        for key in ["agentId", "label", "toolAllowlist", "hasHandoffSchemas"] {
+            let mut missing = entry.clone();
+            missing.as_object_mut().unwrap().remove(key);
+            check("agent-inventory-entry.schema.json", missing, false);
+        }
+        let mut typed = entry.clone();
+        typed["toolAllowlist"] = json!("fs.read");
+        check("agent-inventory-entry.schema.json", typed, false);
+        let list = json!({"agents": [entry.clone()], "total": 1});
+        check("agent-inventory.schema.json", list, true);
+        check(
+            "agent-inventory.schema.json",
+            json!({"agents": [], "total": -1}),
+            false,
+        );
+        check("agent-inventory.schema.json", json!({"agents": []}), false);
+        check(
+            "agent-inventory.schema.json",
+            json!({"agents": [], "total": 0, "scope": "host"}),
+            false,
+        );
+        let publish = json!({"path": "a.md", "targetAgentId": "cook"});
+        check("publish-request.schema.json", publish.clone(), true);
+        for (key, bad) in [
+            ("path", json!("../a.md")),
+            ("targetPath", json!("/a.md")),
+            ("targetAgentId", json!(1)),
+            ("workspace", json!("agent-cook")),
+        ] {
+            let mut doc = publish.clone();
+            doc[key] = bad;
+            check("publish-request.schema.json", doc, false);
+        }
+        check(
+            "publish-response.schema.json",
+            json!({"targetAgentId": "cook", "path": "a.md", "version": 1}),
+            true,
+        );
+        check(
+            "publish-response.schema.json",
+            json!({"targetAgentId": "cook", "path": "a.md", "version": 0}),
+            false,
+        );
+    }
+
+    #[test]
     fn bundle_points_file_references_inside_the_bundle() {
         let defs = bundle(&load_all().unwrap(), "#/$defs/").unwrap();
         assert_eq!(

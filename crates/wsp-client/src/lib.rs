@@ -16,6 +16,7 @@
 //! # Ok(()) }
 //! ```
 
+mod agents;
 mod error;
 mod events;
 

@@ -26,7 +26,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use wsp_store::StoreFuture;
 use wsp_store::approvals::ApprovalRegistry;
 use wsp_store::shared::shared_workspace;
@@ -34,6 +34,12 @@ use wsp_types::wire::InstallScope;
 use wsp_types::{Owner, OwnerId};
 
 use crate::agents::{AgentRegistry, RegisteredAgent};
+
+/// An identifier: a tenant, workspace or pack name.
+pub(crate) const ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
+
+/// An agent id: an identifier short enough that `agent-<id>` is one too.
+const AGENT_ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,121}$";
 
 /// Agent packs, their agents, and which tenant and workspace approved which pack.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -54,7 +60,7 @@ pub struct AgentsConfig {
 }
 
 /// `install_scope`: how the agent inventory is scoped.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InstallScopeSetting {
     /// One inventory for the whole host: every caller gets the same list.
@@ -80,8 +86,10 @@ impl From<InstallScopeSetting> for InstallScope {
 pub struct PackConfig {
     /// The pack's name, unique on the host, such as `acme.reviewer`: ASCII letters, digits,
     /// `.`, `_`, `:` and `-`, starting with a letter or digit, at most 128 bytes.
+    #[schemars(pattern(ID_PATTERN))]
     pub name: String,
     /// The pack's version, such as `1.0.0`.
+    #[schemars(length(min = 1))]
     pub version: String,
     /// The agents the pack holds (`[[agents.packs.agents]]`).
     #[serde(default)]
@@ -95,14 +103,19 @@ pub struct AgentConfig {
     /// The agent's id, unique on the host, such as `acme.reviewer.default`: ASCII letters,
     /// digits, `.`, `_`, `:` and `-`, starting with a letter or digit, at most 122 bytes (so
     /// that its shared workspace `agent-<id>` is an identifier too).
+    #[schemars(pattern(AGENT_ID_PATTERN))]
     pub id: String,
     /// Who the agent is, such as `Code Reviewer`.
+    #[schemars(length(min = 1))]
     pub persona: String,
     /// Display name; the persona when absent.
+    #[schemars(length(min = 1))]
     pub label: Option<String>,
     /// The class of model the agent needs, such as `coding`.
+    #[schemars(length(min = 1))]
     pub model_class: String,
-    /// The tools the agent may call (may be empty).
+    /// The tools the agent may call (may be empty), each listed once.
+    #[schemars(inner(length(min = 1)), extend("uniqueItems" = true))]
     pub tool_allowlist: Vec<String>,
     /// Whether the agent is shared: `true` gives it a workspace of its own, `agent-<id>`, which
     /// private agents may publish into; `false` (the default) makes it act in its user's
@@ -111,8 +124,10 @@ pub struct AgentConfig {
     pub shared: bool,
     /// Where the agent's system prompt is, such as `prompts/reviewer.md`. wsp keeps it and
     /// never serves it (nor the prompt).
+    #[schemars(length(min = 1))]
     pub system_prompt_ref: String,
     /// What the agent is for, shown in the inventory.
+    #[schemars(length(min = 1))]
     pub description: Option<String>,
     /// Whether the agent declares schemas for the hand-offs it accepts and produces.
     #[serde(default)]
@@ -124,10 +139,13 @@ pub struct AgentConfig {
 #[serde(deny_unknown_fields)]
 pub struct ApprovalConfig {
     /// The tenant.
+    #[schemars(pattern(ID_PATTERN))]
     pub tenant: String,
     /// The workspace within the tenant.
+    #[schemars(pattern(ID_PATTERN))]
     pub workspace: String,
-    /// Names of packs declared in `[[agents.packs]]`.
+    /// Names of packs declared in `[[agents.packs]]` (at least one).
+    #[schemars(length(min = 1), inner(pattern(ID_PATTERN)))]
     pub packs: Vec<String>,
 }
 
@@ -189,9 +207,7 @@ impl Problems {
         if !ok {
             self.add(
                 at,
-                format_args!(
-                    "{field} {value:?} must match ^[A-Za-z0-9][A-Za-z0-9._:-]{{0,127}}$"
-                ),
+                format_args!("{field} {value:?} must match ^[A-Za-z0-9][A-Za-z0-9._:-]{{0,127}}$"),
             );
         }
         ok

@@ -138,7 +138,10 @@ impl Authenticator for AgentResolver {
 
 /// The caller as it acts: a shared agent moves to its own workspace; an agent the registry
 /// does not know (or any agent, without a registry) is no caller at all.
-async fn resolve(agents: Option<&Agents>, mut caller: Caller) -> Result<Option<Caller>, StoreError> {
+async fn resolve(
+    agents: Option<&Agents>,
+    mut caller: Caller,
+) -> Result<Option<Caller>, StoreError> {
     let Some(agent_id) = caller.agent.as_deref() else {
         return Ok(Some(caller));
     };
@@ -291,8 +294,8 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<R
     agents.sort_by(|a, b| a.agent_id.as_bytes().cmp(b.agent_id.as_bytes()));
     agents.dedup_by(|a, b| a.agent_id == b.agent_id);
     let total = agents.len() as u64;
-    let body = serde_json::to_vec(&AgentInventory { agents, total })
-        .expect("wire types always serialize");
+    let body =
+        serde_json::to_vec(&AgentInventory { agents, total }).expect("wire types always serialize");
     Ok(json(body))
 }
 
@@ -330,8 +333,7 @@ pub async fn get_one(
         .map_err(registry_error)?
         .filter(|a| a.id == id && visible(registry.install_scope(), &approved, a))
         .ok_or_else(|| agent_not_found(&id))?;
-    let body =
-        serde_json::to_vec(&agent.inventory_entry()).expect("wire types always serialize");
+    let body = serde_json::to_vec(&agent.inventory_entry()).expect("wire types always serialize");
     Ok(json(body))
 }
 

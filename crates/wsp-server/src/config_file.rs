@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::agent_config::AgentsConfig;
+use crate::agent_config::{AgentsConfig, ID_PATTERN};
 
 /// The `$id` of the generated schema.
 pub const SCHEMA_ID: &str = "https://wsp.dev/schemas/config/wsp.schema.json";
@@ -34,10 +34,13 @@ pub struct ConfigFile {
 #[serde(deny_unknown_fields)]
 pub struct SecretConfig {
     /// The tenant whose writes are redacted.
+    #[schemars(pattern(ID_PATTERN))]
     pub tenant: String,
     /// The secret's id: its value is stored as `[REDACTED:<id>]`.
+    #[schemars(length(min = 1))]
     pub id: String,
     /// The secret value (8 characters at least).
+    #[schemars(length(min = 8))]
     pub value: Option<String>,
     /// The environment variable holding the secret value.
     pub value_env: Option<String>,

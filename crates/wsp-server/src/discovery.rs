@@ -29,7 +29,7 @@ pub(crate) fn document(
     responses((status = 200, description = "The discovery document.", body = ref("#/components/schemas/Discovery"))),
 )]
 pub async fn discovery(State(state): State<AppState>) -> Response {
-    let mut resp = (StatusCode::OK, state.inner.discovery.clone()).into_response();
+    let mut resp = (StatusCode::OK, state.discovery_body()).into_response();
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, JSON);
     h.insert(

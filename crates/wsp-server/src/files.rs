@@ -332,7 +332,7 @@ pub async fn delete(
 }
 
 /// Runs a mutation under its `Idempotency-Key`, if the request sent one.
-async fn idempotent(
+pub(crate) async fn idempotent(
     state: &AppState,
     owner: &Owner,
     headers: &HeaderMap,

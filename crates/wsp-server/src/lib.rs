@@ -23,7 +23,10 @@
 //! # }
 //! ```
 
+mod agent_config;
+mod agents;
 mod auth;
+pub mod config_file;
 mod discovery;
 mod encode;
 mod error;
@@ -31,6 +34,7 @@ mod events;
 mod files;
 mod idempotency;
 pub mod openapi;
+mod publish;
 mod request;
 mod runs;
 mod seams;
@@ -45,6 +49,11 @@ use axum::routing::{get, post};
 use tower_http::catch_panic::CatchPanicLayer;
 use wsp_store::WorkspaceStore;
 
+pub use agent_config::{
+    AgentConfig, AgentConfigError, AgentsConfig, ApprovalConfig, ConfigAgentRegistry,
+    InstallScopeSetting, PackConfig,
+};
+pub use agents::{AgentRegistry, RegisteredAgent};
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
 pub use error::ApiError;
 pub use idempotency::IdempotencyCache;
@@ -86,6 +95,7 @@ struct Inner {
     config: ServerConfig,
     discovery: bytes::Bytes,
     max_body_bytes: usize,
+    agents: agents::AgentsCell,
 }
 
 impl std::fmt::Debug for AppState {
@@ -123,6 +133,10 @@ impl AppState {
         )
         .unwrap_or(usize::MAX);
         let discovery = discovery::document(&config, &limits, store.features(), max_body_bytes);
+        // Callers acting as an agent get the workspace the agent registry says (agents.rs).
+        let agents = agents::AgentsCell::default();
+        let auth: Arc<dyn Authenticator> =
+            Arc::new(agents::AgentResolver::new(auth, agents.clone()));
         Self {
             inner: Arc::new(Inner {
                 store,
@@ -132,6 +146,7 @@ impl AppState {
                 config,
                 discovery,
                 max_body_bytes,
+                agents,
             }),
         }
     }
@@ -163,6 +178,12 @@ pub fn router(state: AppState) -> Router {
             get(files::history),
         )
         .route("/v1/host/workspace/events", get(events::events))
+        .route(publish::ROUTE, post(publish::publish))
+        .route(agents::LIST, get(agents::list))
+        .route(
+            &format!("{}{{*id}}", agents::ONE_PREFIX),
+            get(agents::get_one),
+        )
         .route("/v1/runs", post(runs::create))
         .route("/v1/runs/{run_id}", get(runs::get_run))
         .route("/v1/runs/{run_id}/cancel", post(runs::cancel))

@@ -40,6 +40,10 @@ const SCHEMAS: &[(&str, &str)] = &[
     schema!("run-owner"),
     schema!("run-workspace-entry"),
     schema!("run"),
+    schema!("agent-inventory-entry"),
+    schema!("agent-inventory"),
+    schema!("publish-request"),
+    schema!("publish-response"),
 ];
 
 #[derive(OpenApi)]
@@ -64,12 +68,16 @@ const SCHEMAS: &[(&str, &str)] = &[
         crate::runs::cancel,
         crate::runs::list_files,
         crate::runs::get_file,
+        crate::agents::list,
+        crate::agents::get_one,
+        crate::publish::publish,
     ),
     modifiers(&BearerAuth),
     tags(
         (name = "discovery", description = "What the host offers."),
         (name = "workspace", description = "RFC 0059 workspace files."),
         (name = "runs", description = "RFC 0059 section D: runs and their immutable workspace snapshots."),
+        (name = "agents", description = "RFC 0072 section A and RFC 0074: the agent inventory scoped to the caller; shared agent workspaces and one-way publish (wsp extension)."),
     ),
 )]
 struct ApiDoc;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use wsp_store::shared::{Publication, PublishError};
 use wsp_store::{FileWrite, Precondition, StoreError, WorkspaceStore};
 use wsp_types::{Owner, OwnerId, OwnerIdError, WorkspacePath, WorkspacePrefix};
 
@@ -418,25 +419,25 @@ pub async fn publish_item(
             ),
         )
     })?;
-    let home = publisher.home();
-    if target == home {
-        return Err(VfsError::invalid_argument(
-            "the target is your own workspace; publish to a shared agent's workspace",
-        ));
-    }
-    let item = store
-        .get(&home, &key, None)
-        .await
-        .map_err(|e| store_error(e, key.as_str()))?;
-    let write = FileWrite {
-        content: item.content,
-        content_type: item.meta.content_type,
+    // The copy itself is the one publishing operation HTTP hosts run too.
+    let publication = Publication {
+        source: publisher.home(),
+        source_is_shared: false,
+        path: key.clone(),
+        target: Some(target),
+        target_path: target_key.clone(),
         author: Some(publisher.agent_id.to_string()),
     };
-    store
-        .put(&target, &target_key, write, Precondition::None)
-        .await
-        .map_err(|e| store_error(e, target_key.as_str()))?;
+    publication.run(store).await.map_err(|e| match e {
+        PublishError::SameWorkspace => VfsError::invalid_argument(
+            "the target is your own workspace; publish to a shared agent's workspace",
+        ),
+        PublishError::SourceIsShared | PublishError::TargetNotShared => VfsError::denied(
+            "publishing goes one way, from a private workspace into a shared agent's",
+        ),
+        PublishError::Source(e) => store_error(e, key.as_str()),
+        PublishError::Target(e) => store_error(e, target_key.as_str()),
+    })?;
     Ok(ItemChanged {
         summary: format!(
             "published {key} to shared agent {} as {target_key}",

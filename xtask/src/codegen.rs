@@ -1,6 +1,7 @@
 //! `cargo xtask codegen`: the Rust wire types in `crates/wsp-types/src/wire.rs`, generated from
 //! `schemas/*.schema.json` by typify, then the configuration file's JSON Schema
-//! (`schemas/config/wsp.schema.json`, see [`crate::config_schema`]).
+//! (`schemas/config/wsp.schema.json`, see [`crate::config_schema`]) and the mount table's
+//! (`schemas/config/mounts.schema.json`, from `wsp_vfs::mount_table_schema`).
 //!
 //! typify 0.8 cannot follow a `$ref` into another file, so the schemas are first bundled into
 //! one root document whose `$defs` are keyed by title (see [`crate::schemas::bundle`]).
@@ -37,7 +38,36 @@ const HEADER: &str = "\
 pub(crate) fn generate(check: bool) -> Result<()> {
     let code = render()?;
     ensure_file_contents(OUTPUT, &code, check, "cargo xtask codegen")?;
-    crate::config_schema::generate(check)
+    crate::config_schema::generate(check)?;
+    mount_table_schema(check)
+}
+
+/// The mount table's JSON Schema, relative to the project root.
+pub(crate) const MOUNTS_SCHEMA: &str = "schemas/config/mounts.schema.json";
+
+/// Writes (or, under `check`, verifies) the mount table's schema, printed by the
+/// `mount_table_schema` example of wsp-vfs: a subprocess, so xtask never links wsp-vfs.
+fn mount_table_schema(check: bool) -> Result<()> {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "wsp-vfs",
+            "--example",
+            "mount_table_schema",
+        ])
+        .current_dir(project_root())
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "the mount_table_schema example of wsp-vfs failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let text = String::from_utf8(out.stdout)?;
+    ensure_file_contents(MOUNTS_SCHEMA, &text, check, "cargo xtask codegen")
 }
 
 /// The complete text of `wire.rs`.
@@ -147,5 +177,48 @@ mod tests {
     #[test]
     fn committed_wire_types_are_fresh() {
         generate(true).unwrap();
+    }
+
+    /// The mount table of wsp-vfs's README validates; a bad scope or mount, or a typo, does not.
+    #[test]
+    fn the_mount_table_schema_checks_mounts_toml() {
+        let text = std::fs::read_to_string(project_root().join(MOUNTS_SCHEMA)).unwrap();
+        let schema: Value = serde_json::from_str(&text).unwrap();
+        jsonschema::meta::validate(&schema).expect("a valid 2020-12 schema");
+        let v = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .offline()
+            .build(&schema)
+            .unwrap();
+        let table = |t: &str| -> Value { toml::from_str(t).unwrap() };
+        let good = table(
+            r#"
+[[workspace]]
+path = "/project"
+scope = "ro"
+mount = { physical = "/srv/checkout" }
+
+[[workspace]]
+path = "/outbox"
+scope = "wo"
+mount = { virtual = "outbox" }
+
+[[workspace]]
+path = "/sandbox"
+scope = "rw"
+mount = { overlay = { upper = "sandbox", lower = "/srv/checkout" } }
+follow_symlinks = true
+"#,
+        );
+        assert!(v.is_valid(&good));
+        assert!(v.is_valid(&table("")));
+        for bad in [
+            "[[workspace]]\npath = \"/p\"\nscope = \"rx\"\nmount = { virtual = \"p\" }\n",
+            "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { disk = \"/p\" }\n",
+            "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\n",
+            "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { virtual = \"p\" }\nfollow_links = true\n",
+        ] {
+            assert!(!v.is_valid(&table(bad)), "{bad}");
+        }
     }
 }

@@ -41,7 +41,7 @@ usage: cargo xtask <task> [--check]
 
 tasks:
   codegen [--check]   generate crates/wsp-types/src/wire.rs from schemas/ (typify) and
-                      schemas/config/wsp.schema.json from the config's Rust types (schemars)
+                      schemas/config/{wsp,mounts}.schema.json from Rust types (schemars)
   asyncapi [--check]  generate api/asyncapi.yaml (AsyncAPI 3.0)
   openapi [--check]   generate api/openapi.json (OpenAPI 3.1) from the server's annotations
   check               run every generator with --check; fails when any output is stale

@@ -4,6 +4,7 @@
 //! prints; it holds no protocol logic of its own.
 
 mod config;
+mod context;
 mod files;
 mod keys;
 mod serve;
@@ -29,6 +30,8 @@ enum Command {
     Keys(keys::KeysCommand),
     /// List, read, write, delete and inspect workspace files on a running host.
     Files(files::FilesArgs),
+    /// Assemble the run-start context of a workspace on a running host, within a token budget.
+    Context(context::ContextArgs),
     /// Test any host, by URL, against the protocol.
     Conformance(wsp_conformance::ConformanceArgs),
 }
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Keys(cmd) => keys::run(cmd).await,
             Command::Files(args) => files::run(args).await,
+            Command::Context(args) => context::run(args).await,
             Command::Conformance(args) => return Ok(wsp_conformance::run_cli(args).await),
         }
         .map(|()| ExitCode::SUCCESS)

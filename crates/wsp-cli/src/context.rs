@@ -1,0 +1,170 @@
+//! `wsp context render`: the run-start context block of a workspace on a running host, read over
+//! HTTP (the live files, or a run's snapshot) and assembled by `wsp-context`.
+
+use clap::{ArgGroup, Args, Subcommand};
+use wsp_client::{Client, Error};
+use wsp_context::{
+    ContextConfig, ContextReport, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, Outcome,
+    ReadOutcome, SourceError, SourceFuture, assemble,
+};
+use wsp_types::{ErrorCode, WorkspacePath, WorkspacePrefix};
+
+use crate::CliError;
+
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    #[command(subcommand)]
+    command: ContextCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum ContextCommand {
+    /// Print the context an agent loads before a turn: AGENTS.md, MEMORY.md, knowledge/, extra
+    /// files and an index of skills and subagents, within a token budget that is never exceeded.
+    /// A one-line summary goes to standard error.
+    Render(RenderArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("view").args(["run", "live"])))]
+struct RenderArgs {
+    /// Base URL of the host.
+    #[arg(long, env = "WSP_URL", default_value = "http://127.0.0.1:8787")]
+    url: String,
+    /// API key (sent as a bearer token).
+    #[arg(long, env = "WSP_API_KEY", hide_env_values = true)]
+    key: Option<String>,
+    /// Read the snapshot of this run (what the run sees).
+    #[arg(long, value_name = "ID")]
+    run: Option<String>,
+    /// Read the live workspace (the default).
+    #[arg(long)]
+    live: bool,
+    /// The budget, in tokens (estimated as characters / 4).
+    #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_BUDGET_TOKENS)]
+    budget: usize,
+    /// Extra workspace files to load after knowledge/, in order.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    extra: Vec<String>,
+    /// Print the report (what was included, truncated, skipped and why) as JSON instead of the
+    /// context.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The workspace on a host, live or as a run sees it.
+struct HttpSource {
+    client: Client,
+    run: Option<String>,
+}
+
+fn unavailable(e: &Error) -> SourceError {
+    SourceError::Unavailable(describe(e))
+}
+
+fn describe(e: &Error) -> String {
+    match e.api() {
+        Some(api) => format!("{} (HTTP {}): {}", api.error, api.status, api.message),
+        None => e.to_string(),
+    }
+}
+
+impl ContextSource for HttpSource {
+    fn describe(&self) -> String {
+        match &self.run {
+            Some(id) => format!("run {id} at {}", self.client.base_url()),
+            None => format!("live workspace at {}", self.client.base_url()),
+        }
+    }
+
+    fn list<'a>(&'a self, prefix: &'a WorkspacePrefix) -> SourceFuture<'a, Vec<Entry>> {
+        Box::pin(async move {
+            let prefix = Some(prefix.as_str());
+            let list = match &self.run {
+                Some(id) => self.client.list_run_files(id, prefix).await,
+                None => self.client.list(prefix).await,
+            }
+            .map_err(|e| unavailable(&e))?;
+            Ok(list
+                .files
+                .into_iter()
+                .map(|f| Entry { path: f.path })
+                .collect())
+        })
+    }
+
+    fn read<'a>(&'a self, path: &'a WorkspacePath) -> SourceFuture<'a, ReadOutcome> {
+        Box::pin(async move {
+            let got = match &self.run {
+                Some(id) => self.client.get_run_file(id, path).await,
+                None => self.client.get(path, None).await,
+            };
+            match got {
+                Ok(file) => Ok(ReadOutcome::Found(file.content)),
+                Err(e) if e.code() == Some(ErrorCode::NotFound) => Ok(ReadOutcome::Missing),
+                Err(e) => Err(unavailable(&e)),
+            }
+        })
+    }
+}
+
+/// A run's files can be read while it runs; once it ended, its snapshot is gone.
+async fn check_run_is_running(client: &Client, id: &str) -> Result<(), CliError> {
+    let run = client
+        .get_run(id)
+        .await
+        .map_err(|e| CliError(format!("run {id}: {}", describe(&e))))?;
+    if run.ended_at.is_some() {
+        return Err(CliError(format!(
+            "run {id} has ended; its workspace snapshot is gone"
+        )));
+    }
+    Ok(())
+}
+
+/// Runs a `wsp context` subcommand.
+pub async fn run(args: ContextArgs) -> Result<(), CliError> {
+    match args.command {
+        ContextCommand::Render(args) => render(args).await,
+    }
+}
+
+async fn render(args: RenderArgs) -> Result<(), CliError> {
+    let mut client = Client::new(&args.url).map_err(|e| CliError(describe(&e)))?;
+    if let Some(key) = &args.key {
+        client = client.with_key(key.clone());
+    }
+    let mut config = ContextConfig::new(args.budget);
+    for raw in &args.extra {
+        let path = WorkspacePath::parse(raw)
+            .map_err(|e| CliError(format!("invalid extra path {raw:?}: {e}")))?;
+        config = config.extra(path);
+    }
+    if let Some(id) = &args.run {
+        check_run_is_running(&client, id).await?;
+    }
+    let source = HttpSource {
+        client,
+        run: args.run.clone(),
+    };
+    let ctx = assemble(&source, &config)
+        .await
+        .map_err(|e| CliError(e.to_string()))?;
+    // A run that ended while it was read answers 404 for every file: that is not "missing".
+    if let Some(id) = &args.run
+        && has_missing(&ctx.report)
+    {
+        check_run_is_running(&source.client, id).await?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&ctx.report)?);
+    } else {
+        print!("{}", ctx.text);
+    }
+    eprintln!("{}", ctx.report.summary());
+    Ok(())
+}
+
+fn has_missing(report: &ContextReport) -> bool {
+    report.entries.iter().any(|e| e.outcome == Outcome::Missing)
+}

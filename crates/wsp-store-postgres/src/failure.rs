@@ -18,8 +18,8 @@ pub(crate) enum Failure {
     Answer(StoreError),
     /// A database error before `COMMIT` was sent: nothing was committed.
     Db(tokio_postgres::Error),
-    /// A database error from `COMMIT` itself: when the connection was lost, nobody knows
-    /// whether the transaction committed.
+    /// A database error from `COMMIT` itself, or from a single statement run in autocommit:
+    /// when the connection was lost, nobody knows whether it committed.
     Commit(tokio_postgres::Error),
     /// No answer within the call deadline (a dead peer or a black-holed network): the
     /// connection is in an unknown state, and so is a transaction it carried.

@@ -142,7 +142,10 @@ impl KeyRegistry for PgKeyRegistry {
                             &r.revoked_at,
                         ],
                     )
-                    .await?;
+                    .await
+                    // One statement in autocommit: once sent, it may have committed, and a
+                    // second try would fail on the duplicate id.
+                    .map_err(Failure::Commit)?;
                 Ok::<(), Failure>(())
             })
         })

@@ -179,9 +179,11 @@ pub(crate) async fn take(
     let (tenant, workspace) = owner_params(owner);
     let id = new_snapshot_id();
     let stmt = client.prepare_cached(&sql.take).await?;
+    // One statement in autocommit: once sent, it may have committed.
     let row = client
         .query_one(&stmt, &[&tenant, &workspace, &id, &label])
-        .await?;
+        .await
+        .map_err(Failure::Commit)?;
     let seq: i64 = row.try_get(0)?;
     Ok(SnapshotInfo {
         id,

@@ -487,6 +487,33 @@ mod tests {
         }
     }
 
+    /// chars/4, plus 50 for any text over 400 characters: only whole texts pay the surcharge.
+    struct Surcharge;
+    impl TokenCounter for Surcharge {
+        fn count(&self, text: &str) -> usize {
+            let chars = text.chars().count();
+            chars.div_ceil(4) + if chars > 400 { 50 } else { 0 }
+        }
+        fn name(&self) -> &str {
+            "surcharge"
+        }
+    }
+
+    #[test]
+    fn an_undercounted_first_render_is_shrunk_until_it_fits() {
+        let blocks = vec![
+            text_block("a.md", &"a".repeat(300), 0),
+            text_block("b.md", &"b".repeat(300), 0),
+        ];
+        // The parts are all under 400 characters, so the grants add up to the budget exactly
+        // and the whole text is 50 over it: the shrink loop must give that back.
+        let l = lay_out(&blocks, 150, &Surcharge);
+        assert!(!l.collapsed, "{}", l.text);
+        assert!(l.used <= 150, "used {}", l.used);
+        assert_eq!(l.used, Surcharge.count(&l.text));
+        assert_eq!(l.entries[0].outcome, Outcome::Truncated);
+    }
+
     #[test]
     fn a_counter_that_does_not_add_up_still_fits() {
         for budget in [60, 100, 150, 300, 1000] {

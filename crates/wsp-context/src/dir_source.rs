@@ -33,6 +33,8 @@ const MAX_LIST_ENTRIES: usize = 10_000;
 ///
 /// Listings include regular files and symbolic links (never followed nor descended into), so a
 /// refused file still shows up, and skip names a [`WorkspacePath`] cannot spell.
+///
+/// Disk reads run on Tokio's blocking pool, so calls need a Tokio runtime.
 #[derive(Debug, Clone)]
 pub struct DirectorySource {
     root: Arc<Dir>,

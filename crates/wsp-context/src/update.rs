@@ -6,6 +6,8 @@ use wsp_store::{FileWrite, Precondition, StoreError, StoredFile, WorkspaceStore}
 use wsp_types::{Owner, WorkspacePath};
 
 /// How a conditional update retries when another writer got there first.
+///
+/// The pauses use Tokio's timer: the runtime needs its time driver (`enable_time`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Attempts in all, the first included.

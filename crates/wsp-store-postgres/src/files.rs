@@ -19,6 +19,7 @@
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 use wsp_store::{Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError, new_life_id};
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
@@ -26,16 +27,25 @@ use crate::failure::Failure;
 use crate::listener::notify_expression;
 use crate::schema::SchemaName;
 
-/// The live file, or with `$4` a version of its current life within the newest `$5`
-/// (older rows that a snapshot keeps are not history).
-const GET: &str = "
+/// The live file.
+const GET_LIVE: &str = "
     SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content
     FROM {s}.wsp_files AS f
     JOIN {s}.wsp_versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
-     AND v.life = f.life AND v.version = coalesce($4::bigint, f.version)
-     AND v.version > f.version - $5::bigint AND NOT v.deleted
+     AND v.life = f.life AND v.version = f.version
     WHERE f.tenant = $1 AND f.workspace = $2 AND f.path = $3 AND f.live";
+
+/// Version `$4` of the live file's current life, if it is within the newest `$5` (older rows
+/// that a snapshot keeps are not history).
+const GET_VERSION: &str = "
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content
+    FROM {s}.wsp_files AS f
+    JOIN {s}.wsp_versions AS v
+      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+     AND v.life = f.life AND v.version = $4::bigint
+    WHERE f.tenant = $1 AND f.workspace = $2 AND f.path = $3 AND f.live
+      AND $4::bigint > f.version - $5::bigint AND NOT v.deleted";
 
 /// The newest `$4` versions of the live file's current life, newest first.
 const HISTORY: &str = "
@@ -176,7 +186,8 @@ const APPLY_DELETE: &str = "
 /// The file statements with the schema name filled in, built once per store.
 #[derive(Debug)]
 pub(crate) struct FileSql {
-    get: String,
+    get_live: String,
+    get_version: String,
     history: String,
     list_range: String,
     list_from: String,
@@ -199,7 +210,8 @@ impl FileSql {
             )
         };
         Self {
-            get: schema.render(GET),
+            get_live: schema.render(GET_LIVE),
+            get_version: schema.render(GET_VERSION),
             history: schema.render(HISTORY),
             list_range: schema.render(LIST_RANGE),
             list_from: schema.render(LIST_FROM),
@@ -213,9 +225,10 @@ impl FileSql {
 
     /// Every statement, for tests that check them against a live database.
     #[cfg(test)]
-    pub(crate) fn all(&self) -> [&str; 9] {
+    pub(crate) fn all(&self) -> [&str; 10] {
         [
-            &self.get,
+            &self.get_live,
+            &self.get_version,
             &self.history,
             &self.list_range,
             &self.list_from,
@@ -296,20 +309,27 @@ pub(crate) async fn get(
         // No stored version is that large.
         Some(Err(_)) => return Err(StoreError::NotFound.into()),
     };
-    let stmt = client.prepare_cached(&sql.get).await?;
-    let row = client
-        .query_opt(
-            &stmt,
-            &[
-                &owner.tenant.as_str(),
-                &owner.workspace.as_str(),
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let row = match version {
+        None => {
+            let stmt = client.prepare_cached(&sql.get_live).await?;
+            client
+                .query_opt(&stmt, &[&tenant, &workspace, &path.as_str()])
+                .await?
+        }
+        Some(version) => {
+            let stmt = client.prepare_cached(&sql.get_version).await?;
+            let params: [&(dyn ToSql + Sync); 5] = [
+                &tenant,
+                &workspace,
                 &path.as_str(),
                 &version,
                 &retention.versions,
-            ],
-        )
-        .await?
-        .ok_or(StoreError::NotFound)?;
+            ];
+            client.query_opt(&stmt, &params).await?
+        }
+    }
+    .ok_or(StoreError::NotFound)?;
     let meta = meta(&row, path.clone())?;
     let content: Vec<u8> = row.try_get(6)?;
     let content = String::from_utf8(content).map_err(|_| {

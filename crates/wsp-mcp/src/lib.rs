@@ -1,0 +1,42 @@
+//! The agent's virtual filesystem as an MCP server, over stdio and streamable HTTP.
+//!
+//! **Invariant:** only this crate knows rmcp. Everything an agent can do is decided by
+//! `wsp-vfs`; this crate translates: `tools/list` is exactly the scope-derived catalogue
+//! ([`wsp_vfs::Vfs::tools`] or [`wsp_vfs::ItemsProfile::tools`]), `tools/call` goes to the one
+//! dispatch entry point (`call`), and a [`wsp_vfs::VfsError`] becomes a tool result with
+//! `isError: true` whose text and structured content carry the error code and the model-facing
+//! message (which never shows a host path). The server `instructions` carry the filesystem map.
+//!
+//! - [`McpServer::files`] serves the `files` profile of a [`Vfs`]; [`McpServer::items`] the
+//!   `items` profile (seed 001's keyed items). An empty mount table lists no tools.
+//! - [`McpServer::serve_stdio`] speaks MCP on stdin/stdout (nothing else may write to stdout);
+//!   [`McpServer::serve_http`] serves streamable HTTP at `/mcp` in an axum router
+//!   ([`McpServer::http_router`] to nest it into another app). The HTTP transport has no
+//!   authentication and accepts only loopback `Host` headers (DNS-rebinding protection): bind
+//!   it to a loopback address.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use wsp_mcp::McpServer;
+//! use wsp_store::MemoryStore;
+//! use wsp_vfs::{MountTable, Vfs};
+//!
+//! let table = MountTable::from_toml_str(r#"
+//!     [[workspace]]
+//!     path  = "/outbox"
+//!     scope = "wo"
+//!     mount = { virtual = "outbox" }
+//! "#).unwrap();
+//! let vfs = Vfs::builder(table).virtual_store(Arc::new(MemoryStore::default())).build().unwrap();
+//! let server = McpServer::files(vfs);
+//! assert_eq!(server.tool_names(), ["write_file"]);
+//! assert!(server.instructions().contains("/outbox (write-only"));
+//! # });
+//! ```
+
+mod server;
+mod transport;
+
+pub use server::{McpServer, Profile};
+pub use transport::HTTP_PATH;

@@ -1,0 +1,254 @@
+//! The MCP server handler: the catalogue as `tools/list`, `call` as `tools/call`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use wsp_vfs::{ItemToolName, ItemsProfile, ToolDefinition, ToolOutput, Vfs, VfsError};
+
+/// The tool profile a server offers.
+#[derive(Debug)]
+pub enum Profile {
+    /// `ls`, `read_file`, `write_file`, ... over a mount table.
+    Files(Vfs),
+    /// `workspace_list`, `workspace_read`, ... over one agent's keyed items.
+    Items(ItemsProfile),
+}
+
+impl Profile {
+    fn tools(&self) -> Vec<ToolDefinition> {
+        match self {
+            Self::Files(vfs) => vfs.tools(),
+            Self::Items(items) => items.tools(),
+        }
+    }
+
+    async fn call(&self, name: &str, args: Value) -> Result<ToolOutput, VfsError> {
+        match self {
+            Self::Files(vfs) => vfs.call(name, args).await,
+            Self::Items(items) => items.call(name, args).await,
+        }
+    }
+
+    fn instructions(&self) -> String {
+        match self {
+            Self::Files(vfs) => vfs.filesystem_map(),
+            Self::Items(items) => items_instructions(items),
+        }
+    }
+}
+
+/// What the model reads about the `items` profile (its counterpart of the filesystem map).
+fn items_instructions(items: &ItemsProfile) -> String {
+    let mut text = String::from(
+        "## Workspace items\n\n\
+         Your workspace holds items, each a key and a text value, kept outside this conversation. \
+         workspace_list shows every key with a preview, who created it and when it last changed; \
+         workspace_read, workspace_write and workspace_delete act on one key.\n",
+    );
+    if items.offers(ItemToolName::Publish) {
+        text.push_str(
+            "workspace_publish copies one of your items into a shared agent's workspace; it goes \
+             one way, and you cannot read or change the shared agent's workspace.\n",
+        );
+    }
+    text.push_str("There is no shell and no tool that runs programs.\n");
+    text
+}
+
+/// An MCP server over one [`Profile`]. Cheap to clone: every HTTP session gets a clone.
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    profile: Profile,
+    /// The catalogue, converted once: it depends only on the mount table or the agent.
+    tools: Vec<Tool>,
+    instructions: String,
+}
+
+impl McpServer {
+    /// A server offering `profile`'s tools.
+    pub fn new(profile: Profile) -> Self {
+        let tools = profile.tools().iter().map(mcp_tool).collect();
+        let instructions = profile.instructions();
+        Self {
+            inner: Arc::new(Inner {
+                profile,
+                tools,
+                instructions,
+            }),
+        }
+    }
+
+    /// A server offering the `files` profile of `vfs`.
+    pub fn files(vfs: Vfs) -> Self {
+        Self::new(Profile::Files(vfs))
+    }
+
+    /// A server offering the `items` profile.
+    pub fn items(items: ItemsProfile) -> Self {
+        Self::new(Profile::Items(items))
+    }
+
+    /// The names `tools/list` answers with, in catalogue order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner
+            .tools
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect()
+    }
+
+    /// The server instructions sent at `initialize`: the filesystem map for `files`.
+    pub fn instructions(&self) -> &str {
+        &self.inner.instructions
+    }
+
+    fn tool(&self, name: &str) -> Option<&Tool> {
+        self.inner.tools.iter().find(|t| t.name == name)
+    }
+}
+
+/// A catalogue entry as rmcp's tool type (same names, schema and hints).
+fn mcp_tool(def: &ToolDefinition) -> Tool {
+    let schema: JsonObject = match &def.input_schema {
+        Value::Object(map) => map.clone(),
+        // wsp-vfs schemas are objects; an object schema with no properties is the safe reading.
+        _ => JsonObject::from_iter([("type".to_owned(), json!("object"))]),
+    };
+    let a = def.annotations;
+    Tool::new(def.name.clone(), def.description.clone(), Arc::new(schema))
+        .with_title(def.title.clone())
+        .with_annotations(ToolAnnotations::from_raw(
+            Some(def.title.clone()),
+            Some(a.read_only_hint),
+            Some(a.destructive_hint),
+            Some(a.idempotent_hint),
+            Some(a.open_world_hint),
+        ))
+}
+
+/// A successful call: the model's text, and the same result as structured content.
+fn success(output: ToolOutput) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
+    if output.structured.is_object() {
+        result.structured_content = Some(output.structured);
+    }
+    result
+}
+
+/// A failed call as a tool result the model can read and act on (`isError: true`).
+fn failure(err: &VfsError) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "{}: {}",
+        err.code, err.message
+    ))]);
+    result.structured_content = Some(json!({
+        "error": { "code": err.code.as_str(), "message": err.message }
+    }));
+    result
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("wsp", env!("CARGO_PKG_VERSION"))
+                    .with_title("wsp agent workspaces"),
+            )
+            .with_instructions(self.inner.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tool(name).cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // An unlisted tool is a protocol error (MCP: "Unknown tools"); everything the tool
+        // itself refuses, including bad arguments, is a result the model can correct.
+        if self.tool(&request.name).is_none() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}; the tools here are: {}",
+                    request.name,
+                    self.tool_names().join(", ")
+                ),
+                None,
+            ));
+        }
+        let args = request.arguments.map_or(Value::Null, Value::Object);
+        let result = match self.inner.profile.call(&request.name, args).await {
+            Ok(output) => success(output),
+            Err(err) => {
+                tracing::debug!(tool = %request.name, code = %err.code, "tool call refused");
+                failure(&err)
+            }
+        };
+        Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wsp_vfs::ErrorCode;
+
+    #[test]
+    fn a_tool_keeps_its_schema_and_hints() {
+        let def = wsp_vfs::ToolName::WriteFile.definition();
+        let tool = serde_json::to_value(mcp_tool(&def)).unwrap();
+        let want = serde_json::to_value(&def).unwrap();
+        assert_eq!(tool["name"], want["name"]);
+        assert_eq!(tool["title"], want["title"]);
+        assert_eq!(tool["description"], want["description"]);
+        assert_eq!(tool["inputSchema"], want["inputSchema"]);
+        for hint in [
+            "readOnlyHint",
+            "destructiveHint",
+            "idempotentHint",
+            "openWorldHint",
+        ] {
+            assert_eq!(
+                tool["annotations"][hint], want["annotations"][hint],
+                "{hint}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_error_result_carries_the_code() {
+        let err = VfsError::new(ErrorCode::PermissionDenied, "/project is read-only");
+        let result = serde_json::to_value(failure(&err)).unwrap();
+        assert_eq!(result["isError"], true);
+        assert_eq!(
+            result["content"][0]["text"],
+            "permission_denied: /project is read-only"
+        );
+        assert_eq!(
+            result["structuredContent"]["error"]["code"],
+            "permission_denied"
+        );
+    }
+}

@@ -57,25 +57,20 @@ const HISTORY: &str = "
     WHERE f.tenant = $1 AND f.workspace = $2 AND f.path = $3 AND f.live
     ORDER BY v.version DESC";
 
-/// Live files with `$3 <= path < $4`, in byte order (the columns collate as "C").
+/// Live files with `$3 <= path < $4`, in byte order (the columns collate as "C"): one range
+/// of the path table's primary key.
 const LIST_RANGE: &str = "
-    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, f.path
-    FROM {s}.wsp_files AS f
-    JOIN {s}.wsp_versions AS v
-      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
-     AND v.life = f.life AND v.version = f.version
-    WHERE f.tenant = $1 AND f.workspace = $2 AND f.live AND f.path >= $3 AND f.path < $4
-    ORDER BY f.path";
+    SELECT life, version, content_type, author, updated_at, size, path
+    FROM {s}.wsp_files
+    WHERE tenant = $1 AND workspace = $2 AND path >= $3 AND path < $4 AND live
+    ORDER BY path";
 
 /// Live files with `$3 <= path`, in byte order.
 const LIST_FROM: &str = "
-    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, f.path
-    FROM {s}.wsp_files AS f
-    JOIN {s}.wsp_versions AS v
-      ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
-     AND v.life = f.life AND v.version = f.version
-    WHERE f.tenant = $1 AND f.workspace = $2 AND f.live AND f.path >= $3
-    ORDER BY f.path";
+    SELECT life, version, content_type, author, updated_at, size, path
+    FROM {s}.wsp_files
+    WHERE tenant = $1 AND workspace = $2 AND path >= $3 AND live
+    ORDER BY path";
 
 /// Locks the owner row (creating it on the first write) and takes its next sequence number.
 const LOCK_OWNER_FOR_WRITE: &str = "
@@ -118,11 +113,15 @@ const APPLY_WRITE: &str = "
     WITH now AS (
         SELECT clock_timestamp() AS at
     ), file AS (
-        INSERT INTO {s}.wsp_files AS f (tenant, workspace, path, life, version, live, seq)
-        VALUES ($1, $2, $3, $4, $5, true, $6)
+        INSERT INTO {s}.wsp_files AS f
+            (tenant, workspace, path, life, version, live, seq, content_type, author,
+             updated_at, size)
+        SELECT $1, $2, $3, $4, $5, true, $6, $9, $10, at, $11 FROM now
         ON CONFLICT (tenant, workspace, path) DO UPDATE
             SET life = excluded.life, version = excluded.version, live = true,
-                seq = excluded.seq
+                seq = excluded.seq, content_type = excluded.content_type,
+                author = excluded.author, updated_at = excluded.updated_at,
+                size = excluded.size
     ), counted AS (
         UPDATE {s}.wsp_owners SET live_files = live_files + $7::bigint
         WHERE tenant = $1 AND workspace = $2 AND $7::bigint <> 0
@@ -155,7 +154,9 @@ const APPLY_DELETE: &str = "
     WITH now AS (
         SELECT clock_timestamp() AS at
     ), tombstone AS (
-        UPDATE {s}.wsp_files SET version = $4, live = false, seq = $5
+        UPDATE {s}.wsp_files
+        SET version = $4, live = false, seq = $5, content_type = NULL, author = NULL,
+            updated_at = NULL, size = NULL
         WHERE tenant = $1 AND workspace = $2 AND path = $3
     ), marker AS (
         INSERT INTO {s}.wsp_versions

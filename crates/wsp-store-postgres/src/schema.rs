@@ -139,6 +139,27 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             WHERE released_at IS NULL;
         "#,
     },
+    // 4: the live version's metadata on the path row, so that a list reads one table through
+    // its primary key (no join whose plan depends on fresh statistics). Tombstoned rows keep
+    // NULLs there.
+    Migration {
+        description: "live metadata on the path row",
+        sql: r#"
+        ALTER TABLE {s}.wsp_files
+            ADD COLUMN content_type text,
+            ADD COLUMN author       text,
+            ADD COLUMN updated_at   timestamptz,
+            ADD COLUMN size         bigint;
+        UPDATE {s}.wsp_files AS f
+        SET content_type = v.content_type, author = v.author, updated_at = v.updated_at,
+            size = v.size
+        FROM {s}.wsp_versions AS v
+        WHERE v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
+          AND v.life = f.life AND v.version = f.version AND f.live;
+        ALTER TABLE {s}.wsp_files ADD CONSTRAINT wsp_files_live_metadata CHECK (
+            NOT live OR (content_type IS NOT NULL AND updated_at IS NOT NULL AND size >= 0));
+        "#,
+    },
 ];
 
 /// A validated PostgreSQL schema name: 1 to 63 characters of `a-z`, `0-9` and `_`, starting

@@ -307,3 +307,66 @@ async fn schemas_are_separate_deployments() {
     );
     assert_eq!(s1.get(&a, &p, None).await.unwrap().content, "one");
 }
+
+/// A schema one migration behind (as an older wsp left it, with data) is brought up to date at
+/// connect, its data carried over: the latest migration moved the live metadata onto the path
+/// rows, and a list afterwards shows exactly what it showed before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_schema_with_data_is_migrated() {
+    let url = database_or_skip!();
+    let schema = TestSchema::new(&url);
+    let s = schema.store(Limits::default()).await;
+    let a = owner("a");
+    for (p, author) in [("a.md", Some("ann")), ("b/c.md", None)] {
+        let w = FileWrite {
+            content: format!("{p} body"),
+            content_type: "text/plain".into(),
+            author: author.map(str::to_owned),
+        };
+        s.put(&a, &path(p), w, Precondition::None).await.unwrap();
+    }
+    s.put(
+        &a,
+        &path("gone.md"),
+        FileWrite::markdown("x"),
+        Precondition::None,
+    )
+    .await
+    .unwrap();
+    s.delete(&a, &path("gone.md"), Precondition::None)
+        .await
+        .unwrap();
+    let before = s
+        .list(&a, &wsp_types::WorkspacePrefix::all())
+        .await
+        .unwrap();
+    drop(s);
+    admin(&url)
+        .await
+        .batch_execute(&schema.sql(&format!(
+            "ALTER TABLE {{s}}.wsp_files DROP COLUMN content_type, DROP COLUMN author,
+                 DROP COLUMN updated_at, DROP COLUMN size;
+             DELETE FROM {{s}}.wsp_schema_migrations WHERE version = {SCHEMA_VERSION};"
+        )))
+        .await
+        .unwrap();
+    let s = schema.store(Limits::default()).await;
+    let after = s
+        .list(&a, &wsp_types::WorkspacePrefix::all())
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+    assert_eq!(after.len(), 2);
+    let versions: Vec<i32> = admin(&url)
+        .await
+        .query(
+            &schema.sql("SELECT version FROM {s}.wsp_schema_migrations ORDER BY version"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+}

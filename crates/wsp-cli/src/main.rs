@@ -7,6 +7,7 @@ mod config;
 mod context;
 mod files;
 mod keys;
+mod mcp;
 mod serve;
 
 use std::process::ExitCode;
@@ -34,6 +35,8 @@ enum Command {
     Context(context::ContextArgs),
     /// Test any host, by URL, against the protocol.
     Conformance(wsp_conformance::ConformanceArgs),
+    /// Serve the agent's virtual filesystem (or its keyed items) as an MCP server.
+    Mcp(mcp::McpArgs),
 }
 
 /// A failure to report on one line before exiting with status 1.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
             Command::Keys(cmd) => keys::run(cmd).await,
             Command::Files(args) => files::run(args).await,
             Command::Context(args) => context::run(args).await,
+            Command::Mcp(args) => mcp::run(args).await,
             Command::Conformance(args) => return Ok(wsp_conformance::run_cli(args).await),
         }
         .map(|()| ExitCode::SUCCESS)

@@ -1,0 +1,221 @@
+//! `wsp mcp`: the agent's virtual filesystem (or its keyed items) as an MCP server.
+//!
+//! In stdio mode stdout is the MCP channel, so everything else goes to stderr.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use wsp_mcp::McpServer;
+use wsp_store::{Limits, WorkspaceStore};
+use wsp_store_sqlite::SqliteStore;
+use wsp_types::OwnerId;
+use wsp_vfs::{AgentIdentity, ItemsProfile, MountTable, SharedAgentList, Vfs};
+
+use crate::CliError;
+
+/// Which tools the server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileKind {
+    /// `ls`, `read_file`, `write_file`, `edit_file`, `delete_file`, `glob`, `grep`, as the
+    /// mount table's scopes allow.
+    Files,
+    /// `workspace_list`, `workspace_read`, `workspace_write`, `workspace_delete` and
+    /// `workspace_publish` over the agent's keyed items.
+    Items,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The mount table (TOML `[[workspace]]` entries); required for `--profile files`.
+    #[arg(long)]
+    mounts: Option<PathBuf>,
+    /// The tool profile.
+    #[arg(long, value_enum, default_value_t = ProfileKind::Files)]
+    profile: ProfileKind,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (port 0 picks a free port).
+    /// There is no authentication: keep it on a loopback address.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Data directory (created if needed): virtual mounts and items live in its SQLite file.
+    #[arg(long, default_value = "./wsp-data")]
+    data: PathBuf,
+    /// Tenant that owns the virtual namespaces and the items.
+    #[arg(long, default_value = "default")]
+    tenant: String,
+    /// The agent: recorded as the author of its writes; with `--profile items`, whose items.
+    #[arg(long, default_value = "agent")]
+    agent: String,
+    /// The agent is shared (items live in `agent-<ID>`; it cannot publish). Otherwise it is
+    /// private to `--user` (items live in `user-<USER>`).
+    #[arg(long)]
+    shared: bool,
+    /// The user a private agent works for (`--profile items`).
+    #[arg(long, default_value = "default")]
+    user: String,
+    /// A shared agent a private agent may publish to (`--profile items`; repeatable).
+    #[arg(long = "publish-to", value_name = "AGENT")]
+    publish_to: Vec<String>,
+}
+
+/// Runs the server until stdin closes (stdio) or until Ctrl-C or SIGTERM (HTTP).
+pub async fn run(args: McpArgs) -> Result<(), CliError> {
+    init_logging();
+    let server = match args.profile {
+        ProfileKind::Files => files_server(&args)?,
+        ProfileKind::Items => items_server(&args)?,
+    };
+    tracing::info!(
+        profile = ?args.profile,
+        tools = %server.tool_names().join(","),
+        "wsp mcp ready"
+    );
+    match args.http {
+        None => server
+            .serve_stdio()
+            .await
+            .map_err(|e| CliError(e.to_string())),
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
+            let local = listener.local_addr()?;
+            if !local.ip().is_loopback() {
+                tracing::warn!(
+                    "{local} is not a loopback address: the MCP endpoint has no authentication"
+                );
+            }
+            // Not the MCP channel in HTTP mode: the address is for whoever started us.
+            println!("wsp mcp listening on http://{local}{}", wsp_mcp::HTTP_PATH);
+            server
+                .serve_http(listener, shutdown_signal())
+                .await
+                .map_err(|e| CliError(e.to_string()))
+        }
+    }
+}
+
+fn files_server(args: &McpArgs) -> Result<McpServer, CliError> {
+    let Some(mounts) = &args.mounts else {
+        return Err(CliError(
+            "--profile files needs a mount table: --mounts mounts.toml".into(),
+        ));
+    };
+    let table = MountTable::load(mounts).map_err(|e| CliError(one_line(&e.to_string())))?;
+    let tenant = owner_id("--tenant", &args.tenant)?;
+    let mut builder = Vfs::builder(table.clone())
+        .tenant(tenant)
+        .author(args.agent.clone());
+    // Only a table with virtual or overlay mounts needs (and creates) the data directory.
+    if table
+        .workspaces()
+        .iter()
+        .any(|ws| ws.mount.namespace().is_some())
+    {
+        builder = builder.virtual_store(open_store(&args.data)?);
+    }
+    let vfs = builder
+        .build()
+        .map_err(|e| CliError(one_line(&e.to_string())))?;
+    Ok(McpServer::files(vfs))
+}
+
+fn items_server(args: &McpArgs) -> Result<McpServer, CliError> {
+    if args.mounts.is_some() {
+        return Err(CliError(
+            "--mounts is for --profile files; the items profile keeps the agent's items in its home workspace".into(),
+        ));
+    }
+    let tenant = owner_id("--tenant", &args.tenant)?;
+    let agent_id = owner_id("--agent", &args.agent)?;
+    let agent = if args.shared {
+        if !args.publish_to.is_empty() {
+            return Err(CliError(
+                "--publish-to needs a private agent: a shared agent cannot publish".into(),
+            ));
+        }
+        AgentIdentity::shared(tenant.clone(), agent_id)
+    } else {
+        AgentIdentity::private(tenant.clone(), agent_id, owner_id("--user", &args.user)?)
+    }
+    .map_err(|e| CliError(format!("--agent {:?}: {e}", args.agent)))?;
+    let mut shared = SharedAgentList::new(tenant);
+    for id in &args.publish_to {
+        shared = shared.with(owner_id("--publish-to", id)?);
+    }
+    let items = ItemsProfile::new(open_store(&args.data)?, agent, Arc::new(shared));
+    Ok(McpServer::items(items))
+}
+
+/// `<data>/wsp.sqlite3`, the same file `wsp serve` uses, so a restart keeps every virtual file.
+fn open_store(data: &Path) -> Result<Arc<dyn WorkspaceStore>, CliError> {
+    let fail = |e: &dyn std::fmt::Display| {
+        CliError(format!("cannot use data directory {}: {e}", data.display()))
+    };
+    std::fs::create_dir_all(data).map_err(|e| fail(&e))?;
+    let store =
+        SqliteStore::open(&data.join("wsp.sqlite3"), Limits::default()).map_err(|e| fail(&e))?;
+    Ok(Arc::new(store))
+}
+
+fn owner_id(flag: &str, value: &str) -> Result<OwnerId, CliError> {
+    OwnerId::parse(value).map_err(|e| CliError(format!("{flag} {value:?}: {e}")))
+}
+
+/// Error messages end the process on one line (a TOML parse error spans several).
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.chars().any(char::is_alphanumeric))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("WSP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn multi_line_errors_become_one_line() {
+        let toml_error = "mount table: TOML parse error at line 2, column 9\n  |\n2 | scope = \n  |         ^\nstring values must be quoted\n";
+        assert_eq!(
+            one_line(toml_error),
+            "mount table: TOML parse error at line 2, column 9; 2 | scope =; string values must be quoted"
+        );
+        assert_eq!(one_line("plain"), "plain");
+    }
+}

@@ -18,7 +18,8 @@
 //!   a live-file count on the owner row), version bump, the owner's change sequence number and
 //!   history pruning commit together. Writers of one owner queue on its row lock, on whichever
 //!   replica they run; writers of different owners never wait for each other.
-//! - **Reads** are single statements, each on one consistent snapshot.
+//! - **Reads** are single statements, each on one consistent snapshot. A list is one range of
+//!   the path table's primary key (the live version's metadata sits on the path row).
 //! - **Schema** (tables `wsp_owners`, `wsp_files`, `wsp_versions`, `wsp_changes`,
 //!   `wsp_snapshots`, `wsp_keys`, in the schema named by [`PgOptions::schema`]) mirrors the
 //!   SQLite store's data model: a per-owner `seq` taken by every write and delete, recorded on
@@ -29,7 +30,8 @@
 //! - **Snapshots** pin an owner's `seq` (a row; nothing is copied). Reads through one take,
 //!   per path, the newest stored row at or before the pin; a delete leaves a tombstone row
 //!   while any snapshot is open, and pruning keeps what an open snapshot sees until it is
-//!   released.
+//!   released. Taking one costs the same at any workspace size; releasing one prunes the
+//!   owner's stored rows in one statement.
 //! - **Deletes** tombstone the path; a later write starts a new life with a fresh random life
 //!   id, so etags never repeat.
 //! - **Change feed and notices.** Every write and delete appends to `wsp_changes` (trimmed to
@@ -40,8 +42,10 @@
 //!   owner's head, since notices are wake-up calls and readers re-read the feed.
 //! - **Failures.** A lost connection, a timeout or an overloaded server is
 //!   [`StoreError::Unavailable`] (503 at the HTTP edge); a call that failed before `COMMIT` was
-//!   sent is retried on a fresh connection first (twice at most). Anything else is
-//!   [`StoreError::Internal`]. Error texts carry the SQLSTATE and PostgreSQL's primary message,
+//!   sent is retried on a fresh connection first (twice at most). When the connection is lost
+//!   during a `COMMIT` (or a one-statement write), or a call hears nothing for
+//!   `statement_timeout + connect_timeout` (a black-holed network), the error says the change
+//!   may or may not have been applied. Anything else is [`StoreError::Internal`]. Error texts carry the SQLSTATE and PostgreSQL's primary message,
 //!   never a bound value or a `DETAIL` line, so they never contain file content.
 //!
 //! ```no_run
@@ -73,8 +77,10 @@
 //! (CI sets `postgres://postgres@127.0.0.1:5432/test`; the role must be allowed to create
 //! schemas). Each test works in a fresh schema of its own (`wsp_test_<random>`) and drops it at
 //! the end, so runs never see each other. Without the URL every test **fails** with a message
-//! saying so, unless `WSP_SKIP_POSTGRES=1` is set explicitly: then each test prints
-//! `SKIPPED: PostgreSQL tests not run` to stderr and does nothing.
+//! saying so, unless `WSP_SKIP_POSTGRES=1` is set explicitly: then the test binary prints
+//! `SKIPPED: PostgreSQL tests not run` to stderr (past the harness's output capture) and each
+//! test returns without doing anything. One test needs no database and always runs (connect
+//! refusals).
 
 mod failure;
 mod files;

@@ -3,30 +3,21 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde::Deserialize;
-use wsp_server::TenantSecrets;
+use wsp_server::config_file::ConfigFile;
+use wsp_server::{ConfigAgentRegistry, TenantSecrets};
 use wsp_store::{Redactor, Secret};
 use wsp_types::OwnerId;
 
 use crate::CliError;
 
-/// The whole file. Unknown keys are refused so that a typo never silently disables a setting.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The whole file, read and validated. Its shape is [`ConfigFile`] (whose JSON Schema is
+/// `schemas/config/wsp.schema.json`); unknown keys are refused so that a typo never silently
+/// disables a setting.
+#[derive(Debug, Default)]
 pub struct FileConfig {
-    /// Secret values redacted (WSR-1) from every write of a tenant.
-    #[serde(default)]
-    secrets: Vec<SecretEntry>,
-}
-
-/// One secret: `value` inline, or read from the environment variable `value_env`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SecretEntry {
-    tenant: String,
-    id: String,
-    value: Option<String>,
-    value_env: Option<String>,
+    file: ConfigFile,
+    /// The `[agents]` section, validated when the file is loaded.
+    agents: Option<ConfigAgentRegistry>,
 }
 
 impl FileConfig {
@@ -34,14 +25,27 @@ impl FileConfig {
     pub fn load(path: &Path) -> Result<Self, CliError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| CliError(format!("cannot read config {}: {e}", path.display())))?;
-        toml::from_str(&text)
-            .map_err(|e| CliError(format!("invalid config {}: {e}", path.display())))
+        let invalid =
+            |e: &dyn std::fmt::Display| CliError(format!("invalid config {}: {e}", path.display()));
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| invalid(&e))?;
+        let agents = file
+            .agents
+            .as_ref()
+            .map(ConfigAgentRegistry::from_config)
+            .transpose()
+            .map_err(|e| invalid(&e))?;
+        Ok(Self { file, agents })
+    }
+
+    /// The agent registry of the `[agents]` section; `None` when the file has none.
+    pub fn agents(&self) -> Option<&ConfigAgentRegistry> {
+        self.agents.as_ref()
     }
 
     /// The per-tenant redactors; errors name the entry.
     pub fn secrets(&self) -> Result<TenantSecrets, CliError> {
         let mut by_tenant: HashMap<OwnerId, Vec<Secret>> = HashMap::new();
-        for (i, s) in self.secrets.iter().enumerate() {
+        for (i, s) in self.file.secrets.iter().enumerate() {
             let at = format!("secrets[{i}] (id {:?})", s.id);
             let tenant =
                 OwnerId::parse(&s.tenant).map_err(|e| CliError(format!("{at}: tenant: {e}")))?;

@@ -87,7 +87,7 @@ fn parse_path(raw: &str) -> Result<WorkspacePath, CliError> {
     WorkspacePath::parse(raw).map_err(|e| CliError(format!("invalid path {raw:?}: {e}")))
 }
 
-fn wire_error(e: Error) -> CliError {
+pub(crate) fn wire_error(e: Error) -> CliError {
     match e.api() {
         Some(api) => {
             let details = api

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
+use wsp_store::shared::{private_workspace, shared_workspace};
 use wsp_store_sqlite::keys::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
@@ -32,12 +33,20 @@ pub struct CreateArgs {
     /// Tenant the key acts in.
     #[arg(long)]
     tenant: String,
-    /// Workspace within the tenant.
+    /// Workspace within the tenant (or give --user and --agent for an agent's key).
+    #[arg(long, required_unless_present = "user", conflicts_with_all = ["user", "agent"])]
+    workspace: Option<String>,
+    /// The user an agent key acts for: a private agent works in `user-<USER>`.
+    #[arg(long, requires = "agent")]
+    user: Option<String>,
+    /// The agent the key acts as. Its workspace is resolved on every request by the server:
+    /// `agent-<AGENT>` when the agent is shared, `user-<USER>` otherwise; an agent the server
+    /// does not know authenticates to nothing.
+    #[arg(long, requires = "user")]
+    agent: Option<String>,
+    /// Who acts with the key (attribution; default: the agent, or `admin`).
     #[arg(long)]
-    workspace: String,
-    /// Who acts with the key (attribution).
-    #[arg(long, default_value = "admin")]
-    principal: String,
+    principal: Option<String>,
     /// Comma-separated scopes (default: all of workspace:read, workspace:write, agents:read,
     /// runs:create, runs:read).
     #[arg(long)]
@@ -75,13 +84,39 @@ fn open_existing(data: &Path) -> Result<SqliteKeyRegistry, CliError> {
     Ok(SqliteKeyRegistry::open(&file)?)
 }
 
+/// The owner a new key names and the agent it acts as: `--workspace W`, or `--user U --agent
+/// ID` (owner `user-U`, which the server replaces by `agent-ID` when the agent is shared).
+fn key_owner(a: &CreateArgs) -> Result<(Owner, Option<String>), CliError> {
+    match (&a.workspace, &a.user, &a.agent) {
+        (Some(workspace), None, None) => Owner::parse(&a.tenant, workspace)
+            .map(|o| (o, None))
+            .map_err(|e| CliError(format!("--tenant/--workspace: {e}"))),
+        (None, Some(user), Some(agent)) => {
+            let tenant = wsp_types::OwnerId::parse(&a.tenant)
+                .map_err(|e| CliError(format!("--tenant: {e}")))?;
+            shared_workspace(agent)
+                .map_err(|e| CliError(format!("--agent: {e} (and at most 122 bytes)")))?;
+            let workspace = private_workspace(user)
+                .map_err(|e| CliError(format!("--user: {e} (and at most 123 bytes)")))?;
+            Ok((Owner::new(tenant, workspace), Some(agent.clone())))
+        }
+        _ => Err(CliError(
+            "give --workspace, or --user together with --agent".into(),
+        )),
+    }
+}
+
 /// Runs a `wsp keys` subcommand.
 pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
     match cmd {
         KeysCommand::Create(a) => {
-            let owner = Owner::parse(&a.tenant, &a.workspace)
-                .map_err(|e| CliError(format!("--tenant/--workspace: {e}")))?;
-            wsp_types::OwnerId::parse(&a.principal)
+            let (owner, agent) = key_owner(&a)?;
+            let principal = a
+                .principal
+                .clone()
+                .or_else(|| agent.clone())
+                .unwrap_or_else(|| "admin".into());
+            wsp_types::OwnerId::parse(&principal)
                 .map_err(|e| CliError(format!("--principal: {e}")))?;
             let scopes = match &a.scopes {
                 Some(s) => Scopes::parse(s).map_err(|e| CliError(format!("--scopes: {e}")))?,
@@ -95,21 +130,25 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
             })?;
             let registry = SqliteKeyRegistry::open(&key_file(&a.data))?;
             let key = ApiKey::generate();
-            registry
-                .insert(KeyRecord::new(
-                    &key,
-                    owner.clone(),
-                    a.principal.clone(),
-                    scopes,
-                ))
-                .await?;
-            println!(
-                "created key {} for tenant {} workspace {} (principal {}, scopes {scopes})",
-                key.id(),
-                owner.tenant,
-                owner.workspace,
-                a.principal
-            );
+            let mut record = KeyRecord::new(&key, owner.clone(), principal.clone(), scopes);
+            record.agent = agent.clone();
+            registry.insert(record).await?;
+            match &agent {
+                None => println!(
+                    "created key {} for tenant {} workspace {} (principal {principal}, scopes {scopes})",
+                    key.id(),
+                    owner.tenant,
+                    owner.workspace,
+                ),
+                Some(agent) => println!(
+                    "created key {} for tenant {}, agent {agent} of user {} (workspace {} if the \
+                     agent is private, agent-{agent} if shared; principal {principal}, scopes {scopes})",
+                    key.id(),
+                    owner.tenant,
+                    a.user.as_deref().unwrap_or_default(),
+                    owner.workspace,
+                ),
+            }
             println!("{}", key.expose());
             Ok(())
         }

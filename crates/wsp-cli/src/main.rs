@@ -3,6 +3,7 @@
 //! **Invariant:** thin. This binary parses flags, wires the library crates together and
 //! prints; it holds no protocol logic of its own.
 
+mod agents;
 mod config;
 mod context;
 mod files;
@@ -33,6 +34,9 @@ enum Command {
     Files(files::FilesArgs),
     /// Assemble the run-start context of a workspace on a running host, within a token budget.
     Context(context::ContextArgs),
+    /// The agent inventory and publishing on a running host; pack approvals in a data directory.
+    #[command(subcommand)]
+    Agents(agents::AgentsCommand),
     /// Test any host, by URL, against the protocol.
     Conformance(wsp_conformance::ConformanceArgs),
     /// Serve the agent's virtual filesystem (or its keyed items) as an MCP server.
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Keys(cmd) => keys::run(cmd).await,
             Command::Files(args) => files::run(args).await,
+            Command::Agents(cmd) => agents::run(cmd).await,
             Command::Context(args) => context::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
             Command::Conformance(args) => return Ok(wsp_conformance::run_cli(args).await),

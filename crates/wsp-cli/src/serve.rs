@@ -9,10 +9,12 @@ use wsp_server::{AppState, KeyAuthenticator, ServerConfig};
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::{Limits, MemoryStore, WorkspaceStore};
 use wsp_store_sqlite::SqliteStore;
+use wsp_store_sqlite::approvals::SqliteApprovals;
 use wsp_store_sqlite::keys::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
 use crate::CliError;
+use crate::agents::approvals_file;
 use crate::config::FileConfig;
 use crate::keys::key_file;
 
@@ -45,7 +47,7 @@ pub struct ServeArgs {
     /// Versions retained per file.
     #[arg(long, default_value_t = Limits::default().max_versions, value_parser = clap::value_parser!(u64).range(1..))]
     max_versions: u64,
-    /// Configuration file (TOML): secrets to redact per tenant.
+    /// Configuration file (TOML): secrets to redact per tenant, agent packs and approvals.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Expose the conformance test seam `POST /v1/host/sample/workspace/op`. Never in production.
@@ -108,6 +110,22 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         Arc::new(file_config.secrets()?),
         config,
     );
+    // [agents]: the inventory, agent principals and publishing; approvals made with
+    // `wsp agents approve` live in the data directory and count at once.
+    let state = match file_config.agents() {
+        Some(agents) => {
+            let stored = SqliteApprovals::open(&approvals_file(&args.data)).map_err(|e| {
+                CliError(format!(
+                    "cannot use data directory {}: {e}",
+                    args.data.display()
+                ))
+            })?;
+            state.with_agents(Arc::new(
+                agents.clone().with_stored_approvals(Arc::new(stored)),
+            ))
+        }
+        None => state,
+    };
     if let Some(key) = first_key {
         println!("First start: created an admin key for tenant `default`, workspace `default`.");
         println!("It is shown only this once; keep it (e.g. export WSP_API_KEY=...):");

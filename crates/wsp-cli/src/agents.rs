@@ -1,0 +1,328 @@
+//! `wsp agents`: the agent inventory and publishing on a running host (through `wsp-client`),
+//! and pack approvals in a data directory.
+//!
+//! Approvals made here live in `<data dir>/approvals.sqlite3`. A running `wsp serve` on that
+//! data directory reads the file on every inventory request, so an approval or a revocation
+//! counts at once, added to the approvals of the configuration file (which only an edit of
+//! that file and a restart change).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use wsp_client::Client;
+use wsp_server::ConfigAgentRegistry;
+use wsp_store::approvals::ApprovalRegistry;
+use wsp_store_sqlite::approvals::SqliteApprovals;
+use wsp_types::wire::PublishRequest;
+use wsp_types::{Owner, OwnerId, WorkspacePath};
+
+use crate::CliError;
+use crate::config::FileConfig;
+
+/// The approvals file inside a data directory.
+pub fn approvals_file(data: &Path) -> PathBuf {
+    data.join("approvals.sqlite3")
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// List the agents your key may use on a running host (GET /v1/agents).
+    Ls(HttpArgs),
+    /// Show one agent (GET /v1/agents/{agentId}).
+    Get {
+        #[command(flatten)]
+        http: HttpArgs,
+        /// The agent's id.
+        agent_id: String,
+    },
+    /// Copy one of your files into a shared agent's workspace (one way: private to shared).
+    Publish {
+        #[command(flatten)]
+        http: HttpArgs,
+        /// The file to copy.
+        path: String,
+        /// The shared agent whose workspace receives the copy.
+        #[arg(long = "to", value_name = "AGENT_ID")]
+        target_agent_id: String,
+        /// Where the copy lands (default: the same path).
+        #[arg(long)]
+        target_path: Option<String>,
+    },
+    /// Approve packs for a tenant's workspace (in the data directory; a running server sees it
+    /// at once).
+    Approve(ApprovalArgs),
+    /// Withdraw approvals made with `wsp agents approve`.
+    Revoke(ApprovalArgs),
+    /// List approvals: those of the data directory, and with --config those of the file.
+    Approvals(ListApprovalsArgs),
+}
+
+/// Where the host is and who asks.
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// Base URL of the host.
+    #[arg(long, env = "WSP_URL", default_value = "http://127.0.0.1:8787")]
+    url: String,
+    /// API key (sent as a bearer token).
+    #[arg(long, env = "WSP_API_KEY", hide_env_values = true)]
+    key: Option<String>,
+    /// Print machine-readable JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalArgs {
+    /// The server's data directory.
+    #[arg(long, default_value = "./wsp-data")]
+    data: PathBuf,
+    /// The tenant whose workspace approves.
+    #[arg(long)]
+    tenant: String,
+    /// The workspace within the tenant.
+    #[arg(long)]
+    workspace: String,
+    /// The server's configuration file: packs must be declared in its [agents] section.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Pack names.
+    #[arg(required = true, value_name = "PACK")]
+    packs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListApprovalsArgs {
+    /// The server's data directory.
+    #[arg(long, default_value = "./wsp-data")]
+    data: PathBuf,
+    /// The server's configuration file, to list its approvals too.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn client(http: &HttpArgs) -> Result<Client, CliError> {
+    let mut client = Client::new(&http.url).map_err(crate::files::wire_error)?;
+    if let Some(key) = &http.key {
+        client = client.with_key(key.clone());
+    }
+    Ok(client)
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// The `[agents]` section of `config`, refused when the file has none.
+fn registry_of(config: &Path) -> Result<ConfigAgentRegistry, CliError> {
+    FileConfig::load(config)?.agents().cloned().ok_or_else(|| {
+        CliError(format!(
+            "{} has no [agents] section, so no packs to approve",
+            config.display()
+        ))
+    })
+}
+
+fn owner(a: &ApprovalArgs) -> Result<Owner, CliError> {
+    Owner::parse(&a.tenant, &a.workspace)
+        .map_err(|e| CliError(format!("--tenant/--workspace: {e}")))
+}
+
+/// The stored approvals; `None` when the data directory has no approvals file yet.
+fn existing_approvals(data: &Path) -> Result<Option<SqliteApprovals>, CliError> {
+    let file = approvals_file(data);
+    if file.is_file() {
+        Ok(Some(SqliteApprovals::open(&file)?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Runs a `wsp agents` subcommand.
+pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
+    use crate::files::wire_error;
+    match cmd {
+        AgentsCommand::Ls(http) => {
+            let list = client(&http)?.agents().await.map_err(wire_error)?;
+            if http.json {
+                return print_json(&list);
+            }
+            println!("AGENT\tPACK\tVERSION\tMODEL CLASS\tPERSONA");
+            for a in &list.agents {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}",
+                    a.agent_id, a.pack_name, a.pack_version, a.model_class, a.persona
+                );
+            }
+        }
+        AgentsCommand::Get { http, agent_id } => {
+            let a = client(&http)?.agent(&agent_id).await.map_err(wire_error)?;
+            if http.json {
+                return print_json(&a);
+            }
+            println!("agent:       {}", a.agent_id);
+            println!("persona:     {}", a.persona);
+            println!("label:       {}", a.label);
+            println!("model class: {}", a.model_class);
+            println!("pack:        {} {}", a.pack_name, a.pack_version);
+            println!("tools:       {}", a.tool_allowlist.join(", "));
+            println!("hand-offs:   {}", a.has_handoff_schemas);
+            if let Some(d) = &a.description {
+                println!("description: {d}");
+            }
+        }
+        AgentsCommand::Publish {
+            http,
+            path,
+            target_agent_id,
+            target_path,
+        } => {
+            let parse = |raw: &str| {
+                WorkspacePath::parse(raw)
+                    .map_err(|e| CliError(format!("invalid path {raw:?}: {e}")))
+            };
+            let request = PublishRequest {
+                path: parse(&path)?,
+                target_agent_id,
+                target_path: target_path.as_deref().map(parse).transpose()?,
+            };
+            let done = client(&http)?
+                .publish(&request, None)
+                .await
+                .map_err(wire_error)?;
+            if http.json {
+                return print_json(&done);
+            }
+            println!(
+                "published {path} to {} as {}\tv{}",
+                done.target_agent_id,
+                done.path.as_str(),
+                done.version
+            );
+        }
+        AgentsCommand::Approve(a) => {
+            let owner = owner(&a)?;
+            check_packs(&a)?;
+            std::fs::create_dir_all(&a.data).map_err(|e| {
+                CliError(format!(
+                    "cannot use data directory {}: {e}",
+                    a.data.display()
+                ))
+            })?;
+            let store = SqliteApprovals::open(&approvals_file(&a.data))?;
+            for pack in &a.packs {
+                if store.approve(&owner, pack).await? {
+                    println!(
+                        "approved pack {pack} for tenant {} workspace {}",
+                        owner.tenant, owner.workspace
+                    );
+                } else {
+                    println!(
+                        "pack {pack} was already approved for tenant {} workspace {}",
+                        owner.tenant, owner.workspace
+                    );
+                }
+            }
+        }
+        AgentsCommand::Revoke(a) => {
+            let owner = owner(&a)?;
+            let configured = match &a.config {
+                Some(path) => Some((path, registry_of(path)?)),
+                None => None,
+            };
+            let store = existing_approvals(&a.data)?;
+            for pack in &a.packs {
+                let removed = match &store {
+                    Some(s) => s.revoke(&owner, pack).await?,
+                    None => false,
+                };
+                let in_file = configured.as_ref().filter(|(_, reg)| {
+                    reg.configured_approvals()
+                        .any(|(o, p)| *o == owner && p == pack)
+                });
+                match (removed, in_file) {
+                    (_, Some((path, _))) => {
+                        return Err(CliError(format!(
+                            "pack {pack} stays approved for tenant {} workspace {}: {} approves it; remove it there{}",
+                            owner.tenant,
+                            owner.workspace,
+                            path.display(),
+                            if removed {
+                                " (the stored approval was removed)"
+                            } else {
+                                ""
+                            }
+                        )));
+                    }
+                    (true, None) => println!(
+                        "revoked pack {pack} for tenant {} workspace {}",
+                        owner.tenant, owner.workspace
+                    ),
+                    (false, None) => {
+                        return Err(CliError(format!(
+                            "no stored approval of pack {pack} for tenant {} workspace {} in {}",
+                            owner.tenant,
+                            owner.workspace,
+                            approvals_file(&a.data).display()
+                        )));
+                    }
+                }
+            }
+        }
+        AgentsCommand::Approvals(a) => {
+            let mut rows: Vec<(Owner, String, String)> = Vec::new();
+            if let Some(path) = &a.config {
+                for (owner, pack) in registry_of(path)?.configured_approvals() {
+                    rows.push((owner.clone(), pack.to_owned(), "config".into()));
+                }
+            }
+            if let Some(store) = existing_approvals(&a.data)? {
+                for x in store.list().await? {
+                    rows.push((
+                        x.owner,
+                        x.pack,
+                        format!("stored {}", x.approved_at.to_rfc3339()),
+                    ));
+                }
+            }
+            rows.sort();
+            if a.json {
+                let out: Vec<_> = rows
+                    .iter()
+                    .map(|(o, pack, source)| {
+                        serde_json::json!({
+                            "tenant": o.tenant.as_str(), "workspace": o.workspace.as_str(),
+                            "pack": pack, "source": source.split(' ').next(),
+                        })
+                    })
+                    .collect();
+                return print_json(&out);
+            }
+            println!("TENANT\tWORKSPACE\tPACK\tSOURCE");
+            for (o, pack, source) in rows {
+                println!("{}\t{}\t{pack}\t{source}", o.tenant, o.workspace);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pack names must be identifiers and, with --config, declared in its [agents] section.
+fn check_packs(a: &ApprovalArgs) -> Result<(), CliError> {
+    for pack in &a.packs {
+        OwnerId::parse(pack).map_err(|e| CliError(format!("pack {pack:?}: {e}")))?;
+    }
+    if let Some(path) = &a.config {
+        let registry = registry_of(path)?;
+        if let Some(pack) = a.packs.iter().find(|p| !registry.has_pack(p)) {
+            return Err(CliError(format!(
+                "pack {pack:?} is not declared in the [agents] section of {}",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}

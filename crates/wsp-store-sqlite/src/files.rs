@@ -90,21 +90,22 @@ const INSERT_TOMBSTONE: &str = "
     INSERT INTO versions (tenant, workspace, path, life, version, seq, deleted, updated_at)
     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)";
 
-/// Records that the path's newest row, `(?4, ?5)`, was followed by the change `?6`.
-const SUPERSEDE: &str = "
-    UPDATE versions SET superseded_by = ?6
-    WHERE tenant = ?1 AND workspace = ?2 AND path = ?3 AND life = ?4 AND version = ?5";
-
-/// Drops the rows of life `?4` up to version `?5` that a newer row superseded and that no open
-/// snapshot sees. The caller picks `?5` below the history window of the live life.
+/// Drops the rows of life `?4` up to version `?5` that no open snapshot sees. The caller picks
+/// `?5` below the history window of the live life; `?6` is the sequence number of the path's
+/// newest row, so every candidate has a successor (the first row after it, through
+/// `versions_by_seq`), and a snapshot at `s` sees a row exactly when `seq <= s < successor`.
+/// (`+v.seq`: the candidates come from the primary key's `life`, `version` range.)
 const PRUNE_LIFE: &str = "
     DELETE FROM versions AS v
     WHERE v.tenant = ?1 AND v.workspace = ?2 AND v.path = ?3 AND v.life = ?4
-      AND v.version <= ?5 AND v.superseded_by IS NOT NULL
+      AND v.version <= ?5 AND +v.seq < ?6
       AND NOT EXISTS (
           SELECT 1 FROM snapshots AS s
           WHERE s.tenant = ?1 AND s.workspace = ?2 AND s.released_at IS NULL
-            AND s.seq >= v.seq AND s.seq < v.superseded_by)";
+            AND s.seq >= v.seq
+            AND s.seq < (
+                SELECT min(n.seq) FROM versions AS n
+                WHERE n.tenant = ?1 AND n.workspace = ?2 AND n.path = ?3 AND n.seq > v.seq))";
 
 /// Whether the owner has an open snapshot (released ones are many and not in this index).
 pub(crate) const ANY_OPEN_SNAPSHOT: &str = "
@@ -357,14 +358,6 @@ pub(crate) fn put(
         })
         .map_err(fail)?;
     if let Some(previous) = &state {
-        exec(
-            &tx,
-            SUPERSEDE,
-            owner,
-            path,
-            &[&previous.life, &previous.version, &seq],
-        )
-        .map_err(fail)?;
         // The rows the history window no longer covers: those of the live life below it, or,
         // when this write starts a new life, the tombstone (and all) of the previous one.
         let (prune_life, up_to) = if previous.live {
@@ -373,7 +366,7 @@ pub(crate) fn put(
             (previous.life, previous.version)
         };
         if up_to >= 1 {
-            exec(&tx, PRUNE_LIFE, owner, path, &[&prune_life, &up_to]).map_err(fail)?;
+            exec(&tx, PRUNE_LIFE, owner, path, &[&prune_life, &up_to, &seq]).map_err(fail)?;
         }
     }
     let event = FeedEntry {
@@ -451,16 +444,9 @@ pub(crate) fn delete(
             &[&state.life, &tombstone, &seq, &micros],
         )
         .map_err(fail)?;
-        exec(
-            &tx,
-            SUPERSEDE,
-            owner,
-            path,
-            &[&state.life, &state.version, &seq],
-        )
-        .map_err(fail)?;
         exec(&tx, SET_TOMBSTONE, owner, path, &[&tombstone, &seq]).map_err(fail)?;
-        exec(&tx, PRUNE_LIFE, owner, path, &[&state.life, &state.version]).map_err(fail)?;
+        let up_to = [&state.life as &dyn ToSql, &state.version, &seq];
+        exec(&tx, PRUNE_LIFE, owner, path, &up_to).map_err(fail)?;
     } else {
         exec(&tx, PURGE_PATH, owner, path, &[]).map_err(fail)?;
         exec(&tx, FORGET_PATH, owner, path, &[]).map_err(fail)?;
@@ -589,7 +575,6 @@ mod tests {
             SET_LIVE,
             INSERT_VERSION,
             INSERT_TOMBSTONE,
-            SUPERSEDE,
             PRUNE_LIFE,
             ANY_OPEN_SNAPSHOT,
             SET_TOMBSTONE,
@@ -621,6 +606,7 @@ mod tests {
             );
             let expected = [
                 (PRUNE_LIFE, "INDEX snapshots_open"),
+                (PRUNE_LIFE, "life=? AND version<?"),
                 (ANY_OPEN_SNAPSHOT, "INDEX snapshots_open"),
             ]
             .iter()

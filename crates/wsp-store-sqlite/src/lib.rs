@@ -20,24 +20,25 @@
 //!   Calls wait for the writer or a free reader asynchronously, so the blocking pool holds at
 //!   most one thread per connection.
 //! - **Schema.** `owners` (per-owner change sequence `seq` and live-file count); `files` (per
-//!   path its newest row: live, or tombstoned while an open snapshot may need the path);
-//!   `versions` (the rows of each path in commit order, each with the `seq` of its change and
-//!   `superseded_by`, the `seq` of the path's next row: versions with content, and tombstones
-//!   with `deleted = 1` and no content); `snapshots` (`id`, the `seq` it pins, label, creation,
-//!   release and outcome); `events` (the change feed: `seq`, path, version, delete flag, time).
-//!   Migrations are a list indexed by SQLite's `user_version`; the header's `application_id`
-//!   marks the file as wsp's.
+//!   path its newest row and that row's `seq`: live, or tombstoned while an open snapshot may
+//!   need the path); `versions` (the rows of each path in commit order, each with the `seq` of
+//!   its change: versions with content, and tombstones with `deleted = 1` and no content; a
+//!   row is never updated after it is written); `snapshots` (`id`, the `seq` it pins, label,
+//!   creation, release and outcome); `events` (the change feed: `seq`, path, version, delete
+//!   flag, time). Migrations are a list indexed by SQLite's `user_version`; the header's
+//!   `application_id` marks the file as wsp's.
 //! - **Snapshots** are one INSERT that reads `owners.seq`: the cost does not depend on how many
 //!   files the owner has. A read as of a snapshot at `s` takes, per path, the newest row with
 //!   `seq <= s` (one index seek per path); a tombstone there means "absent then". Snapshots live
 //!   in the file, so runs survive a restart.
 //! - **Pruning** keeps exactly what the reference `MemoryStore` keeps: per path, its newest row,
 //!   the newest `max_versions` versions of its live life, and for each open snapshot the row it
-//!   sees (`seq <= s < superseded_by`). A write re-checks the rows that left the history window;
-//!   a delete with no open snapshot forgets the path entirely (rows and `files` row), otherwise
-//!   it adds a tombstone row and keeps of the deleted life only what a snapshot sees; a release
-//!   re-checks the rows the released snapshot saw (at most one per change since it was taken)
-//!   and, when it was the owner's last open snapshot, forgets tombstoned paths. `get` with a
+//!   sees (a row is seen by the snapshots from its `seq` up to, not including, its successor's).
+//!   A write re-checks the rows that left the history window; a delete with no open snapshot
+//!   forgets the path entirely (rows and `files` row), otherwise it adds a tombstone row and
+//!   keeps of the deleted life only what a snapshot sees; a release re-checks the row the
+//!   released snapshot saw of each path changed since it was taken and, when it was the owner's
+//!   last open snapshot, forgets tombstoned paths. `get` with a
 //!   version and `history` serve only the newest `max_versions` versions of the live life, even
 //!   when a snapshot keeps older ones.
 //! - **The change feed** gets one `events` row per write or delete in the change's own

@@ -149,6 +149,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant, workspace, seq)
     ) STRICT, WITHOUT ROWID;
     ",
+    // 3: no `versions.superseded_by`.
+    //
+    // Setting it on the previous row at every write rewrote that row, content included (twice
+    // the WAL traffic per write). The row a snapshot at `s` sees stays the newest row with
+    // `seq <= s`; its successor is found through `versions_by_seq`, and the paths changed since
+    // `s` (the only ones whose row at `s` can be superseded) through `files_by_seq`, as
+    // `files.seq` is the sequence number of each path's newest row.
+    r"
+    DROP INDEX versions_superseded;
+    ALTER TABLE versions DROP COLUMN superseded_by;
+    CREATE INDEX files_by_seq ON files (tenant, workspace, seq);
+    ",
 ];
 
 /// Opens (creating if needed) the read-write connection, checks that the file is a wsp database
@@ -384,6 +396,74 @@ mod tests {
         assert_eq!(SCHEMA_VERSION, MIGRATIONS.len() as i64);
     }
 
+    /// A database file with schema `version`, as the build that had only that many migrations
+    /// left it.
+    fn database_at(path: &Path, version: usize) -> Connection {
+        let conn = Connection::open(path).unwrap();
+        for migration in &MIGRATIONS[..version] {
+            conn.execute_batch(migration).unwrap();
+        }
+        conn.pragma_update(None, "application_id", APPLICATION_ID)
+            .unwrap();
+        conn.pragma_update(None, "user_version", version as i64)
+            .unwrap();
+        conn
+    }
+
+    /// A database of schema 2 (with `versions.superseded_by`) keeps its rows, open snapshots
+    /// and feed, and loses the column.
+    #[tokio::test(flavor = "current_thread")]
+    async fn schema_2_drops_superseded_by_and_keeps_snapshots() {
+        use wsp_store::{FileWrite, Limits, Precondition, WorkspaceStore};
+        use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wsp.sqlite3");
+        // Schema 2 after: a.md v1 (seq 1), snapshot "s" at 1, a.md v2 (2), delete a.md (3),
+        // which kept v1 (pinned) and the tombstone.
+        let v2 = database_at(&path, 2);
+        v2.execute_batch(
+            "INSERT INTO owners VALUES ('t', 'w', 3, 0);
+             INSERT INTO files VALUES ('t', 'w', 'a.md', 7, 3, 0, 3);
+             INSERT INTO versions VALUES ('t', 'w', 'a.md', 7, 1, 1, 2, 0, 'text/markdown', NULL, 0, 2, 'v1');
+             INSERT INTO versions VALUES ('t', 'w', 'a.md', 7, 3, 3, NULL, 1, NULL, NULL, 0, NULL, NULL);
+             INSERT INTO snapshots VALUES ('t', 'w', 's', 1, 'run', 0, NULL, NULL);
+             INSERT INTO events VALUES ('t', 'w', 1, 'a.md', 1, 0, 0);
+             INSERT INTO events VALUES ('t', 'w', 2, 'a.md', 2, 0, 0);
+             INSERT INTO events VALUES ('t', 'w', 3, 'a.md', 3, 1, 0);",
+        )
+        .unwrap();
+        drop(v2);
+
+        let store = crate::SqliteStore::open(&path, Limits::default()).unwrap();
+        let owner = Owner::parse("t", "w").unwrap();
+        let a = WorkspacePath::parse("a.md").unwrap();
+        assert_eq!(store.get_at(&owner, "s", &a).await.unwrap().content, "v1");
+        let page = store.changes(&owner, 0, 10).await.unwrap();
+        assert_eq!((page.oldest, page.head, page.events.len()), (1, 3, 3));
+        let raw = Connection::open(&path).unwrap();
+        let columns: i64 = raw
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('versions') WHERE name = 'superseded_by'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(columns, 0);
+        // Writes and the release prune as schema 3 does.
+        store
+            .put(&owner, &a, FileWrite::markdown("again"), Precondition::None)
+            .await
+            .unwrap();
+        store.release_snapshot(&owner, "s", "done").await.unwrap();
+        let rows: i64 = raw
+            .query_row("SELECT count(*) FROM versions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1, "only the new life's version is left");
+        let listed = store.list(&owner, &WorkspacePrefix::all()).await.unwrap();
+        assert_eq!(listed.len(), 1);
+    }
+
     /// A database written by schema 1 (no tombstone rows, no snapshots, no feed) keeps every
     /// file and version, forgets its tombstoned paths, and gains snapshots and a feed.
     #[tokio::test(flavor = "current_thread")]
@@ -395,17 +475,14 @@ mod tests {
         let path = dir.path().join("wsp.sqlite3");
         // What schema 1 stored after: keep.md v1 (seq 1), gone.md v1 (2), delete gone.md (3,
         // purging its versions), keep.md v2 (4) and v3 (5), with two versions retained.
-        let v1 = Connection::open(&path).unwrap();
-        v1.execute_batch(MIGRATIONS[0]).unwrap();
-        v1.execute_batch(&format!(
-            "PRAGMA application_id = {APPLICATION_ID};
-             PRAGMA user_version = 1;
-             INSERT INTO owners VALUES ('t', 'w', 5, 1);
+        let v1 = database_at(&path, 1);
+        v1.execute_batch(
+            "INSERT INTO owners VALUES ('t', 'w', 5, 1);
              INSERT INTO files VALUES ('t', 'w', 'keep.md', 7, 3, 1, 5);
              INSERT INTO files VALUES ('t', 'w', 'gone.md', 9, 2, 0, 3);
              INSERT INTO versions VALUES ('t', 'w', 'keep.md', 7, 2, 4, 'text/plain', NULL, 0, 2, 'v2');
-             INSERT INTO versions VALUES ('t', 'w', 'keep.md', 7, 3, 5, 'text/plain', 'al', 1, 2, 'v3');"
-        ))
+             INSERT INTO versions VALUES ('t', 'w', 'keep.md', 7, 3, 5, 'text/plain', 'al', 1, 2, 'v3');",
+        )
         .unwrap();
         drop(v1);
 
@@ -429,8 +506,8 @@ mod tests {
         );
 
         let raw = Connection::open(&path).unwrap();
-        let rows: Vec<(String, i64, Option<i64>, i64)> = raw
-            .prepare("SELECT path, version, superseded_by, deleted FROM versions ORDER BY seq")
+        let rows: Vec<(String, i64, i64, i64)> = raw
+            .prepare("SELECT path, version, seq, deleted FROM versions ORDER BY seq")
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .unwrap()
@@ -438,10 +515,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             rows,
-            [
-                ("keep.md".into(), 2, Some(5), 0),
-                ("keep.md".into(), 3, None, 0)
-            ]
+            [("keep.md".into(), 2, 4, 0), ("keep.md".into(), 3, 5, 0)]
         );
         let tombstoned: i64 = raw
             .query_row("SELECT count(*) FROM files WHERE live = 0", [], |r| {

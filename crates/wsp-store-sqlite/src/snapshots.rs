@@ -33,16 +33,27 @@ const RELEASE: &str = "
     WHERE tenant = ?1 AND workspace = ?2 AND id = ?3 AND released_at IS NULL
     RETURNING seq, label, created_at";
 
-/// Drops the rows that the released snapshot at `?3` saw (`seq <= ?3 < superseded_by`: at most
-/// one per change committed since it was taken) unless another open snapshot sees them too or
-/// they are among the newest `?4` versions of their path's live life.
+/// Drops the rows that the released snapshot at `?3` saw and that a later change superseded
+/// (one per path changed since: `files.seq > ?3`), unless another open snapshot sees them too
+/// or they are among the newest `?4` versions of their path's live life.
 const PRUNE_RELEASED: &str = "
     DELETE FROM versions AS v
-    WHERE v.tenant = ?1 AND v.workspace = ?2 AND v.superseded_by > ?3 AND v.seq <= ?3
+    WHERE v.rowid IN (
+          SELECT (
+              SELECT w.rowid FROM versions AS w
+              WHERE w.tenant = ?1 AND w.workspace = ?2 AND w.path = f.path AND w.seq <= ?3
+              ORDER BY w.seq DESC
+              LIMIT 1)
+          FROM files AS f
+          WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.seq > ?3)
       AND NOT EXISTS (
           SELECT 1 FROM snapshots AS s
           WHERE s.tenant = ?1 AND s.workspace = ?2 AND s.released_at IS NULL
-            AND s.seq >= v.seq AND s.seq < v.superseded_by)
+            AND s.seq >= v.seq
+            AND s.seq < (
+                SELECT min(n.seq) FROM versions AS n
+                WHERE n.tenant = ?1 AND n.workspace = ?2 AND n.path = v.path
+                  AND n.seq > v.seq))
       AND NOT EXISTS (
           SELECT 1 FROM files AS f
           WHERE f.tenant = ?1 AND f.workspace = ?2 AND f.path = v.path AND f.live = 1
@@ -336,7 +347,8 @@ pub(crate) const STATEMENTS: &[&str] = &[
 /// read as of a sequence number one seek per path.
 #[cfg(test)]
 pub(crate) const EXPECTED_INDEXES: &[(&str, &str)] = &[
-    (PRUNE_RELEASED, "INDEX versions_superseded"),
+    (PRUNE_RELEASED, "INDEX files_by_seq"),
+    (PRUNE_RELEASED, "INDEX versions_by_seq"),
     (PRUNE_RELEASED, "INDEX snapshots_open"),
     (FORGET_TOMBSTONED_ROWS, "INDEX files_tombstoned"),
     (FORGET_TOMBSTONED_FILES, "INDEX files_tombstoned"),

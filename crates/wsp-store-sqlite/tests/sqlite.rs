@@ -812,3 +812,39 @@ async fn a_snapshot_pins_rows_for_every_store_on_the_file() {
     assert_eq!(stored_rows(&raw, "a", "a.md"), 3, "the history window only");
     assert_eq!(stored_rows(&raw, "a", "b.md"), 0, "forgotten");
 }
+
+/// A write stores its new version once and leaves the previous version's row untouched: the
+/// WAL grows by about one copy of the content, not two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_does_not_rewrite_the_previous_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let a = owner("a");
+    let big = "x".repeat(512 * 1024);
+    put(&s, &a, "big.md", &big).await;
+    let snap = s.snapshot(&a, "").await.unwrap();
+    let raw = Connection::open(db(&dir)).unwrap();
+    let wal = dir.path().join("wsp.sqlite3-wal");
+    for (i, body) in ["y", "z"].iter().enumerate() {
+        let (busy, _, _): (i64, i64, i64) = raw
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!(busy, 0, "the checkpoint ran");
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+        put(&s, &a, "big.md", &body.repeat(512 * 1024)).await;
+        let grown = std::fs::metadata(&wal).unwrap().len();
+        assert!(
+            grown < 600 * 1024,
+            "write {i}: the WAL grew by {grown} bytes for 512 KiB of content"
+        );
+    }
+    assert_eq!(
+        s.get_at(&a, &snap.id, &path("big.md"))
+            .await
+            .unwrap()
+            .content,
+        big
+    );
+}

@@ -6,8 +6,8 @@
 
 use crate::scenario::{Gate, Scenario};
 use crate::scenarios::{
-    atomicity, auth, capability, delete, discovery, errors, etag, idempotency, isolation, limits,
-    list, paths, read, redaction, runs, versions, write,
+    agents, atomicity, auth, capability, delete, discovery, errors, etag, idempotency, isolation,
+    limits, list, paths, read, redaction, runs, versions, write,
 };
 
 macro_rules! scenario {
@@ -37,6 +37,9 @@ const REQUEST_BODY: Gate = Gate::Advertised(&["workspace.supported", "limits.max
 const MAX_FILES: Gate = Gate::Advertised(&["workspace.supported", "workspace.maxFiles"]);
 const RUNS: Gate = Gate::Advertised(&["workspace.supported", "wsp.runs"]);
 const EVENTS: Gate = Gate::Advertised(&["workspace.supported", "wsp.events"]);
+const AGENTS: Gate = Gate::Advertised(&["agents.manifestRuntime.supported"]);
+const PUBLISH: Gate =
+    Gate::Advertised(&["workspace.supported", "agents.manifestRuntime.supported"]);
 
 /// Every scenario of the suite, in the order they run and are reported.
 #[rustfmt::skip]
@@ -142,6 +145,22 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-EVT-001", "RFC 0059 §C, WIRE §5", EVENTS, "workspace.updated events arrive in commit order; a delete carries the tombstone's version", runs::events_in_commit_order),
     scenario!("WS-EVT-002", "WIRE §5", EVENTS, "Last-Event-ID resumes with no gap and no duplicate", runs::resume_without_gap_or_duplicate),
     scenario!("WS-EVT-003", "RFC 0059 §E WCT-1, WIRE §5", EVENTS, "Owner B's feed never carries owner A's changes", runs::other_owner_never_sees_events),
+
+    scenario!("WS-AGT-001", "RFC 0074 §B", AGENTS, "manifestRuntime has only supported, handoffValidation and installScope (host or tenant)", agents::capability_shape),
+    scenario!("WS-AGT-002", "RFC 0074 §A, WIRE §2", AGENTS, "No or an unknown key: 401 on GET /v1/agents and /v1/agents/{id}, never a list", agents::credential_required),
+    scenario!("WS-AGT-003", "RFC 0072 §A, WIRE §7", AGENTS, "The inventory is {agents, total}: well-formed entries sorted by agentId, total the count", agents::list_shape),
+    scenario!("WS-AGT-004", "RFC 0074 §A, §C", AGENTS, "Tenant scope: A sees exactly the agents its workspace approved", agents::a_sees_its_approved_agents),
+    scenario!("WS-AGT-005", "RFC 0074 §A, §C", AGENTS, "Tenant scope: B's inventory shows none of A's agents", agents::b_never_sees_a_agents),
+    scenario!("WS-AGT-006", "RFC 0074 §A, §E", AGENTS, "Tenant scope: B's GET of A's agent is exactly the 404 of an agent that does not exist", agents::b_gets_404_for_a_agents),
+    scenario!("WS-AGT-007", "RFC 0072 §A", AGENTS, "GET /v1/agents/{id} equals the list entry; an unknown agent is 404", agents::get_matches_the_list),
+    scenario!("WS-AGT-008", "RFC 0074 §A, §B", AGENTS, "Host scope: every caller gets the same list", agents::host_scope_is_one_list),
+    scenario!("WS-AGT-009", "RFC 0072 §D, WIRE §7", AGENTS, "No inventory answer carries a prompt, its reference or a credential", agents::never_a_prompt),
+    scenario!("WS-AGT-010", "WIRE §2, WIRE §7", AGENTS, "A key without agents:read gets 403 forbidden (requiredScope agents:read)", agents::scope_required),
+    scenario!("WS-PUB-001", "WIRE §8", PUBLISH, "A private agent publishes into a shared agent's workspace: a new version there each time", agents::publish_private_to_shared),
+    scenario!("WS-PUB-002", "WIRE §8", PUBLISH, "A shared agent cannot publish (one way only): 403 forbidden", agents::publish_never_reverse),
+    scenario!("WS-PUB-003", "WIRE §8", PUBLISH, "Publishing to an agent that is not shared (private or unknown): 403 forbidden, nothing written", agents::publish_only_to_shared),
+    scenario!("WS-PUB-004", "WIRE §8", PUBLISH, "A shared agent never sees the private workspace: its read is the 404 of a missing file", agents::shared_never_sees_private),
+    scenario!("WS-PUB-005", "WIRE §8", PUBLISH, "Publishing an absent file is 404; without a key 401", agents::publish_absent_and_unauthenticated),
 ];
 
 #[cfg(test)]
@@ -166,7 +185,9 @@ mod tests {
             );
             assert!(!s.clause.is_empty() && !s.title.is_empty(), "{}", s.id);
             assert!(
-                s.clause.starts_with("RFC 0059") || s.clause.starts_with("WIRE §"),
+                ["RFC 0059", "RFC 0072", "RFC 0074", "WIRE §"]
+                    .iter()
+                    .any(|c| s.clause.starts_with(c)),
                 "{} is tied to no clause",
                 s.id
             );

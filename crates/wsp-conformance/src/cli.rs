@@ -52,6 +52,46 @@ pub struct ConformanceArgs {
         hide_env_values = true
     )]
     pub secret: Option<String>,
+    /// An agent owner A's workspace approved, none of them approved for owner B (repeatable,
+    /// or comma-separated): A's whole inventory under installScope tenant.
+    #[arg(
+        long = "agent-a",
+        value_name = "AGENT_ID",
+        env = "WSP_CONFORMANCE_AGENTS_A",
+        value_delimiter = ','
+    )]
+    pub agents_a: Vec<String>,
+    /// Text the host holds for an agent A can see and must never serve (a system prompt
+    /// reference, or a line of the prompt).
+    #[arg(
+        long,
+        value_name = "TEXT",
+        env = "WSP_CONFORMANCE_PROMPT_MARKER",
+        hide_env_values = true
+    )]
+    pub prompt_marker: Option<String>,
+    /// Bearer key acting as a private agent, with workspace:read and workspace:write (publish).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "WSP_CONFORMANCE_KEY_PRIVATE_AGENT",
+        hide_env_values = true
+    )]
+    pub key_private_agent: Option<String>,
+    /// Bearer key acting as the shared agent --shared-agent, in the private agent's tenant.
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "WSP_CONFORMANCE_KEY_SHARED_AGENT",
+        hide_env_values = true
+    )]
+    pub key_shared_agent: Option<String>,
+    /// The id of the shared agent --key-shared-agent acts as (the publish target).
+    #[arg(long, value_name = "AGENT_ID", env = "WSP_CONFORMANCE_SHARED_AGENT")]
+    pub shared_agent: Option<String>,
+    /// The id of an agent that is not shared (a publish target the host must refuse).
+    #[arg(long, value_name = "AGENT_ID", env = "WSP_CONFORMANCE_PRIVATE_AGENT")]
+    pub private_agent: Option<String>,
     /// Fail scenarios whose behaviour is advertised but cannot be observed.
     #[arg(long)]
     pub strict: bool,
@@ -87,6 +127,12 @@ impl Default for ConformanceArgs {
             key_b: None,
             key_readonly: None,
             secret: None,
+            agents_a: Vec::new(),
+            prompt_marker: None,
+            key_private_agent: None,
+            key_shared_agent: None,
+            shared_agent: None,
+            private_agent: None,
             strict: false,
             report_json: None,
             junit: None,
@@ -142,6 +188,18 @@ impl ConformanceArgs {
             Some(text) => Some(KnownSecret::parse(text)?),
             None => None,
         };
+        let given = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+        config.agents_a = self
+            .agents_a
+            .iter()
+            .filter(|a| !a.is_empty())
+            .cloned()
+            .collect();
+        config.prompt_marker = given(&self.prompt_marker);
+        config.key_private_agent = given(&self.key_private_agent);
+        config.key_shared_agent = given(&self.key_shared_agent);
+        config.shared_agent = given(&self.shared_agent);
+        config.private_agent = given(&self.private_agent);
         config.strict = self.strict;
         config.filters = self.filter.clone();
         config.request_timeout = Duration::from_secs(self.timeout);
@@ -333,6 +391,43 @@ mod tests {
         assert_eq!(
             config.expected_failures.reason("WS-ETAG-003"),
             Some("not yet")
+        );
+    }
+
+    #[test]
+    fn agent_inputs_come_from_flags() {
+        let args = parse(&[
+            "--url",
+            "http://h",
+            "--agent-a",
+            "acme.reviewer,acme.cook",
+            "--agent-a",
+            "acme.third",
+            "--prompt-marker",
+            "prompts/x.md",
+            "--key-private-agent",
+            "kp",
+            "--key-shared-agent",
+            "ks",
+            "--shared-agent",
+            "acme.cook",
+            "--private-agent",
+            "",
+        ]);
+        let config = args.to_config_with(env(&[])).unwrap();
+        assert_eq!(
+            config.agents_a,
+            ["acme.reviewer", "acme.cook", "acme.third"]
+        );
+        assert_eq!(config.prompt_marker.as_deref(), Some("prompts/x.md"));
+        assert_eq!(config.key_private_agent.as_deref(), Some("kp"));
+        assert_eq!(config.key_shared_agent.as_deref(), Some("ks"));
+        assert_eq!(config.shared_agent.as_deref(), Some("acme.cook"));
+        assert_eq!(config.private_agent, None, "an empty value is no value");
+        let debug = format!("{config:?}");
+        assert!(
+            !debug.contains("kp\"") && !debug.contains("prompts/x.md"),
+            "{debug}"
         );
     }
 

@@ -18,6 +18,22 @@ pub struct Config {
     pub key_readonly: Option<String>,
     /// A secret the host redacts for owner A (for WSR-1).
     pub secret: Option<KnownSecret>,
+    /// The agents owner A's workspace approved: A's whole inventory under `installScope:
+    /// tenant`, none of them approved for owner B (RFC 0074).
+    pub agents_a: Vec<String>,
+    /// Text the host holds for an agent A can see and must never serve, such as its system
+    /// prompt reference or a line of the prompt.
+    pub prompt_marker: Option<String>,
+    /// Bearer key acting as a private agent (WIRE §8), with `workspace:read` and
+    /// `workspace:write`.
+    pub key_private_agent: Option<String>,
+    /// Bearer key acting as the shared agent [`Config::shared_agent`], in the private agent's
+    /// tenant.
+    pub key_shared_agent: Option<String>,
+    /// The id of the shared agent that [`Config::key_shared_agent`] acts as: the publish target.
+    pub shared_agent: Option<String>,
+    /// The id of an agent that is not shared: a publish target the host must refuse.
+    pub private_agent: Option<String>,
     /// Turn advertised-but-unobservable behaviour into failures.
     pub strict: bool,
     /// Run only scenarios whose id starts with one of these (all when empty).
@@ -69,6 +85,12 @@ impl Config {
             key_b: None,
             key_readonly: None,
             secret: None,
+            agents_a: Vec::new(),
+            prompt_marker: None,
+            key_private_agent: None,
+            key_shared_agent: None,
+            shared_agent: None,
+            private_agent: None,
             strict: false,
             filters: Vec::new(),
             expected_failures: ExpectedFailures::default(),
@@ -137,6 +159,15 @@ impl fmt::Debug for Config {
             .field("key_b", &presence(&self.key_b))
             .field("key_readonly", &presence(&self.key_readonly))
             .field("secret", &self.secret)
+            .field("agents_a", &self.agents_a)
+            .field(
+                "prompt_marker",
+                &self.prompt_marker.as_ref().map(|_| "[redacted]"),
+            )
+            .field("key_private_agent", &presence(&self.key_private_agent))
+            .field("key_shared_agent", &presence(&self.key_shared_agent))
+            .field("shared_agent", &self.shared_agent)
+            .field("private_agent", &self.private_agent)
             .field("strict", &self.strict)
             .field("filters", &self.filters)
             .field("expected_failures", &self.expected_failures)

@@ -10,7 +10,7 @@ use support::fake_host::{self, Faults, KEY_A, KEY_B, KEY_READONLY, SECRET_ID, SE
 use wsp_conformance::{CATALOGUE, Config, KnownSecret, Report, Verdict};
 
 /// Scenarios the fake host does not apply to: it has the workspace (so not `WS-CAP-004`) and
-/// none of the wsp extensions (runs, the change feed).
+/// none of the wsp extensions (runs, the change feed) and no agents.
 const NOT_FOR_THE_FAKE: &[&str] = &[
     "WS-CAP-004",
     "WS-RUN-001",
@@ -20,6 +20,21 @@ const NOT_FOR_THE_FAKE: &[&str] = &[
     "WS-EVT-001",
     "WS-EVT-002",
     "WS-EVT-003",
+    "WS-AGT-001",
+    "WS-AGT-002",
+    "WS-AGT-003",
+    "WS-AGT-004",
+    "WS-AGT-005",
+    "WS-AGT-006",
+    "WS-AGT-007",
+    "WS-AGT-008",
+    "WS-AGT-009",
+    "WS-AGT-010",
+    "WS-PUB-001",
+    "WS-PUB-002",
+    "WS-PUB-003",
+    "WS-PUB-004",
+    "WS-PUB-005",
 ];
 
 fn config(url: &str) -> Config {

@@ -2,6 +2,8 @@
 //! applies, and the same host over a store with one behaviour wrong fails exactly the scenarios
 //! that check that behaviour.
 
+mod support;
+
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -87,14 +89,16 @@ async fn run_against(store: Arc<dyn WorkspaceStore>) -> Report {
     )]));
     let state = AppState::with_secrets(
         store,
-        Arc::new(KeyAuthenticator::new(registry)),
+        Arc::new(KeyAuthenticator::new(registry.clone())),
         Arc::new(secrets),
         ServerConfig::default(),
-    );
+    )
+    .with_agents(support::agents::registry("tenant"));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(wsp_server::serve(listener, state, std::future::pending()));
     let mut config = Config::new(url);
+    support::agents::configure(&registry, &mut config).await;
     config.key_a = Some(key_a);
     config.key_b = Some(key_b);
     config.key_readonly = Some(key_ro);
@@ -142,7 +146,8 @@ async fn the_real_host_passes_everything_that_applies() {
     );
     assert_eq!(
         ids(&report, Verdict::Inapplicable),
-        BTreeSet::from(["WS-CAP-004"])
+        // The agents are tenant-scoped, so the host-scope scenario does not apply.
+        BTreeSet::from(["WS-CAP-004", "WS-AGT-008"])
     );
 }
 

@@ -142,11 +142,12 @@ async fn without_keys_workspace_scenarios_are_blocked() {
     let mut config = Config::new(host.url.clone());
     let report = wsp_conformance::run(&config).await;
     assert!(report.success(), "{}", report.summary_text());
-    // Scenarios gated on the wsp extensions are inapplicable to the fake host before any key
-    // is needed.
+    // Scenarios gated on the wsp extensions or on agents are inapplicable to the fake host
+    // before any key is needed.
     let needs_keys = |s: &&wsp_conformance::ScenarioReport| {
         s.gate.starts_with("workspace.supported")
             && !s.gate.contains("wsp.")
+            && !s.gate.contains("agents.")
             && !s.id.starts_with("WS-CAP")
     };
     for s in report.scenarios.iter().filter(needs_keys) {

@@ -1,5 +1,6 @@
 //! The scenario bodies, one module per area, and the checks they share.
 
+pub(crate) mod agents;
 pub(crate) mod atomicity;
 pub(crate) mod auth;
 pub(crate) mod capability;

@@ -3,5 +3,6 @@
 
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod fake_host;
 pub mod garbage;

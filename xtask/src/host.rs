@@ -48,13 +48,31 @@ pub(crate) struct Host {
     pub(crate) key_b: String,
     /// Owner A, `workspace:read` only.
     pub(crate) key_readonly: String,
+    /// The `wsp conformance` arguments describing the host's agents: owner A's approved agent,
+    /// the prompt marker, keys acting as a private and a shared agent, and their ids.
+    pub(crate) agent_args: Vec<String>,
     _data: TempDir,
+    /// `(database URL, schema)` to drop when the host stops.
+    pg_schema: Option<(String, String)>,
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some((url, schema)) = &self.pg_schema {
+            // Best effort: psql ships with PostgreSQL; a leftover schema harms no later run.
+            let _ = Command::new("psql")
+                .args([
+                    url.as_str(),
+                    "-q",
+                    "-c",
+                    &format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"),
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
     }
 }
 
@@ -67,7 +85,13 @@ impl Drop for TempDir {
     }
 }
 
-fn create_key(wsp: &Path, data: &Path, tenant: &str, scopes: Option<&str>) -> Result<String> {
+/// `location`: where `wsp keys` finds the keys (`--data DIR`, or `--store URL --pg-schema S`).
+fn create_key(
+    wsp: &Path,
+    location: &[String],
+    tenant: &str,
+    scopes: Option<&str>,
+) -> Result<String> {
     let mut cmd = Command::new(wsp);
     cmd.args([
         "keys",
@@ -76,9 +100,8 @@ fn create_key(wsp: &Path, data: &Path, tenant: &str, scopes: Option<&str>) -> Re
         tenant,
         "--workspace",
         "default",
-        "--data",
     ])
-    .arg(data);
+    .args(location);
     if let Some(s) = scopes {
         cmd.args(["--scopes", s]);
     }
@@ -94,12 +117,92 @@ fn create_key(wsp: &Path, data: &Path, tenant: &str, scopes: Option<&str>) -> Re
     Ok(text.lines().last().unwrap_or_default().to_owned())
 }
 
+/// The agent owner A's workspace (`default/default`) approves; a private agent.
+pub(crate) const AGENT_A: &str = "wsp.conformance.reviewer";
+/// A shared agent (the publish target).
+const SHARED_AGENT: &str = "wsp.conformance.cook";
+/// A private agent of user `conformance-user` (the publisher).
+const PRIVATE_AGENT: &str = "wsp.conformance.main";
+/// Text that only the agents' system prompt references hold: never served.
+const PROMPT_MARKER: &str = "wsp-conformance-prompt-ref-9d1c";
+
+/// The `[agents]` section: two packs, one approved by `default/default` (owner A), none by
+/// owner B's tenant.
+fn agents_toml(install_scope: &str) -> String {
+    format!(
+        r#"
+[agents]
+install_scope = "{install_scope}"
+
+[[agents.packs]]
+name = "wsp.conformance.reviewers"
+version = "1.0.0"
+
+[[agents.packs.agents]]
+id = "{AGENT_A}"
+persona = "Code Reviewer"
+model_class = "coding"
+tool_allowlist = ["fs.read"]
+system_prompt_ref = "prompts/reviewer-{PROMPT_MARKER}.md"
+
+[[agents.packs]]
+name = "wsp.conformance.kitchen"
+version = "2.0.0"
+
+[[agents.packs.agents]]
+id = "{SHARED_AGENT}"
+persona = "Cook"
+model_class = "general"
+tool_allowlist = []
+shared = true
+system_prompt_ref = "prompts/cook-{PROMPT_MARKER}.md"
+
+[[agents.packs.agents]]
+id = "{PRIVATE_AGENT}"
+persona = "Main"
+model_class = "general"
+tool_allowlist = []
+system_prompt_ref = "prompts/main-{PROMPT_MARKER}.md"
+
+[[agents.approvals]]
+tenant = "default"
+workspace = "default"
+packs = ["wsp.conformance.reviewers"]
+"#
+    )
+}
+
+/// A key of tenant `default` acting as `agent` for the user `conformance-user`.
+fn create_agent_key(wsp: &Path, location: &[String], agent: &str) -> Result<String> {
+    let out = Command::new(wsp)
+        .args(["keys", "create", "--tenant", "default"])
+        .args(["--user", "conformance-user", "--agent", agent])
+        .args(location)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "wsp keys create --agent {agent} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let text = String::from_utf8(out.stdout)?;
+    Ok(text.lines().last().unwrap_or_default().to_owned())
+}
+
 /// Starts `wsp serve --store <store>` with small limits (so limit scenarios stay cheap), a
-/// secret for tenant `default`, and `extra` arguments.
+/// secret for tenant `default`, agents scoped per tenant, and `extra` arguments.
 pub(crate) fn start(store: &str, extra: &[&str]) -> Result<Host> {
+    start_scoped(store, extra, "tenant")
+}
+
+/// [`start`] with the agents' `install_scope` (`tenant` or `host`).
+pub(crate) fn start_scoped(store: &str, extra: &[&str], install_scope: &str) -> Result<Host> {
     let wsp = wsp_binary()?;
+    let postgres = store.starts_with("postgres://") || store.starts_with("postgresql://");
+    let kind = if postgres { "postgres" } else { store };
     let data = std::env::temp_dir().join(format!(
-        "wsp-xtask-{}-{store}-{}",
+        "wsp-xtask-{}-{kind}-{}",
         std::process::id(),
         nanos()
     ));
@@ -109,12 +212,48 @@ pub(crate) fn start(store: &str, extra: &[&str]) -> Result<Host> {
     std::fs::write(
         &config,
         format!(
-            "[[secrets]]\ntenant = \"default\"\nid = \"{SECRET_ID}\"\nvalue = \"{SECRET_VALUE}\"\n"
+            "[[secrets]]\ntenant = \"default\"\nid = \"{SECRET_ID}\"\nvalue = \"{SECRET_VALUE}\"\n{}",
+            agents_toml(install_scope)
         ),
     )?;
-    let key_a = create_key(&wsp, &data.0, "default", None)?;
-    let key_b = create_key(&wsp, &data.0, "other", None)?;
-    let key_readonly = create_key(&wsp, &data.0, "default", Some("workspace:read"))?;
+    // On PostgreSQL every run gets its own schema, dropped when the host stops.
+    let pg_schema = postgres.then(|| {
+        format!(
+            "wsp_xtask_{}_{}",
+            std::process::id(),
+            nanos() % 1_000_000_000
+        )
+    });
+    let location: Vec<String> = match &pg_schema {
+        Some(schema) => vec![
+            "--store".into(),
+            store.into(),
+            "--pg-schema".into(),
+            schema.clone(),
+        ],
+        None => vec!["--data".into(), data.0.display().to_string()],
+    };
+    let key_a = create_key(&wsp, &location, "default", None)?;
+    let key_b = create_key(&wsp, &location, "other", None)?;
+    let key_readonly = create_key(&wsp, &location, "default", Some("workspace:read"))?;
+    let agent_args = vec![
+        "--agent-a".to_owned(),
+        AGENT_A.to_owned(),
+        "--prompt-marker".into(),
+        PROMPT_MARKER.into(),
+        "--key-private-agent".into(),
+        create_agent_key(&wsp, &location, PRIVATE_AGENT)?,
+        "--key-shared-agent".into(),
+        create_agent_key(&wsp, &location, SHARED_AGENT)?,
+        "--shared-agent".into(),
+        SHARED_AGENT.into(),
+        "--private-agent".into(),
+        AGENT_A.into(),
+    ];
+    let schema_args: Vec<String> = match &pg_schema {
+        Some(schema) => vec!["--pg-schema".into(), schema.clone()],
+        None => vec![],
+    };
     let mut child = Command::new(&wsp)
         .args([
             "serve",
@@ -131,6 +270,7 @@ pub(crate) fn start(store: &str, extra: &[&str]) -> Result<Host> {
         .arg(&data.0)
         .arg("--config")
         .arg(&config)
+        .args(&schema_args)
         .args(extra)
         .env("WSP_LOG", "warn")
         .stdout(Stdio::piped())
@@ -168,7 +308,9 @@ pub(crate) fn start(store: &str, extra: &[&str]) -> Result<Host> {
         key_a,
         key_b,
         key_readonly,
+        agent_args,
         _data: data,
+        pg_schema: pg_schema.map(|schema| (store.to_owned(), schema)),
     })
 }
 

@@ -1,10 +1,12 @@
-//! `wsp keys`: API keys in a data directory's key file.
+//! `wsp keys`: API keys in a data directory's key file or a PostgreSQL store.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::shared::{private_workspace, shared_workspace};
+use wsp_store_postgres::{PgKeyRegistry, PgOptions};
 use wsp_store_sqlite::keys::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
@@ -27,9 +29,8 @@ pub enum KeysCommand {
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {
-    /// The server's data directory.
-    #[arg(long, default_value = "./wsp-data")]
-    data: PathBuf,
+    #[command(flatten)]
+    location: KeyLocation,
     /// Tenant the key acts in.
     #[arg(long)]
     tenant: String,
@@ -55,9 +56,8 @@ pub struct CreateArgs {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// The server's data directory.
-    #[arg(long, default_value = "./wsp-data")]
-    data: PathBuf,
+    #[command(flatten)]
+    location: KeyLocation,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -65,23 +65,59 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct RevokeArgs {
-    /// The server's data directory.
-    #[arg(long, default_value = "./wsp-data")]
-    data: PathBuf,
+    #[command(flatten)]
+    location: KeyLocation,
     /// The key id (the 12 hex digits after `wsp_`).
     id: String,
 }
 
-fn open_existing(data: &Path) -> Result<SqliteKeyRegistry, CliError> {
-    let file = key_file(data);
-    if !file.is_file() {
-        return Err(CliError(format!(
-            "no key file at {} (start `wsp serve --data {}` once, or create a key there first)",
-            file.display(),
-            data.display()
-        )));
+/// Where the keys are: the data directory's key file, or a PostgreSQL store's database.
+#[derive(Debug, Clone, Args)]
+pub struct KeyLocation {
+    /// The server's data directory (its `keys.sqlite3`).
+    #[arg(long, default_value = "./wsp-data")]
+    data: PathBuf,
+    /// A PostgreSQL store (`postgres://...`) instead of --data: the keys every replica reads.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// The PostgreSQL schema of the store (as `wsp serve --pg-schema`).
+    #[arg(long, default_value = "public")]
+    pg_schema: String,
+}
+
+impl KeyLocation {
+    /// Opens the registry; with `create`, a missing data directory or key file is created.
+    async fn open(&self, create: bool) -> Result<Arc<dyn KeyRegistry>, CliError> {
+        if let Some(url) = &self.store {
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(CliError("--store must be a postgres:// URL".into()));
+            }
+            let options = PgOptions {
+                schema: self.pg_schema.clone(),
+                ..PgOptions::default()
+            };
+            let registry = PgKeyRegistry::connect(url, options)
+                .await
+                .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
+            return Ok(Arc::new(registry));
+        }
+        let file = key_file(&self.data);
+        if create {
+            std::fs::create_dir_all(&self.data).map_err(|e| {
+                CliError(format!(
+                    "cannot use data directory {}: {e}",
+                    self.data.display()
+                ))
+            })?;
+        } else if !file.is_file() {
+            return Err(CliError(format!(
+                "no key file at {} (start `wsp serve --data {}` once, or create a key there first)",
+                file.display(),
+                self.data.display()
+            )));
+        }
+        Ok(Arc::new(SqliteKeyRegistry::open(&file)?))
     }
-    Ok(SqliteKeyRegistry::open(&file)?)
 }
 
 /// The owner a new key names and the agent it acts as: `--workspace W`, or `--user U --agent
@@ -122,13 +158,7 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
                 Some(s) => Scopes::parse(s).map_err(|e| CliError(format!("--scopes: {e}")))?,
                 None => Scopes::all(),
             };
-            std::fs::create_dir_all(&a.data).map_err(|e| {
-                CliError(format!(
-                    "cannot use data directory {}: {e}",
-                    a.data.display()
-                ))
-            })?;
-            let registry = SqliteKeyRegistry::open(&key_file(&a.data))?;
+            let registry = a.location.open(true).await?;
             let key = ApiKey::generate();
             let mut record = KeyRecord::new(&key, owner.clone(), principal.clone(), scopes);
             record.agent = agent.clone();
@@ -153,7 +183,7 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
             Ok(())
         }
         KeysCommand::List(a) => {
-            let records = open_existing(&a.data)?.list().await?;
+            let records = a.location.open(false).await?.list().await?;
             if a.json {
                 let rows: Vec<_> = records
                     .iter()
@@ -188,7 +218,7 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
             let id =
                 a.id.strip_prefix("wsp_")
                     .map_or(a.id.as_str(), |rest| rest.split('_').next().unwrap_or(rest));
-            match open_existing(&a.data)?.revoke(id).await {
+            match a.location.open(false).await?.revoke(id).await {
                 Ok(()) => {
                     println!("revoked key {id}");
                     Ok(())

@@ -4,10 +4,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use wsp_server::{AppState, KeyAuthenticator, ServerConfig};
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::{Limits, MemoryStore, WorkspaceStore};
+use wsp_store_postgres::{PgOptions, PgStore};
 use wsp_store_sqlite::SqliteStore;
 use wsp_store_sqlite::approvals::SqliteApprovals;
 use wsp_store_sqlite::keys::SqliteKeyRegistry;
@@ -18,13 +19,68 @@ use crate::agents::approvals_file;
 use crate::config::FileConfig;
 use crate::keys::key_file;
 
-/// Where workspace files are kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Where workspace files (and, for PostgreSQL, keys) are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreKind {
     /// One SQLite file in the data directory (the embedded default).
     Sqlite,
     /// Process memory: everything is lost at exit (keys still live in the data directory).
     Memory,
+    /// A PostgreSQL database shared by any number of `wsp serve` replicas (files and keys).
+    Postgres(String),
+}
+
+impl StoreKind {
+    /// Parses `sqlite`, `memory` or a `postgres://` / `postgresql://` URL.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        match raw {
+            "sqlite" => Ok(Self::Sqlite),
+            "memory" => Ok(Self::Memory),
+            url if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(Self::Postgres(url.to_owned()))
+            }
+            _ => Err("expected sqlite, memory or a postgres:// URL".to_owned()),
+        }
+    }
+
+    /// The backend's name, for messages (never the URL, which may hold a password).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Memory => "memory",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// PostgreSQL pool settings (`--pg-*`), used with `--store postgres://...`.
+#[derive(Debug, Clone, Args)]
+pub struct PgArgs {
+    /// Most connections this replica opens (sum over replicas < the server's max_connections).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub pg_max_connections: u64,
+    /// Seconds to open one connection.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub pg_connect_timeout: u64,
+    /// Seconds one statement may run (0: no limit).
+    #[arg(long, default_value_t = 30)]
+    pub pg_statement_timeout: u64,
+    /// The PostgreSQL schema holding wsp's tables (created at start when missing).
+    #[arg(long, default_value = "public")]
+    pub pg_schema: String,
+}
+
+impl PgArgs {
+    /// The store options these flags describe.
+    pub fn options(&self) -> PgOptions {
+        PgOptions {
+            max_connections: self.pg_max_connections as usize,
+            connect_timeout: std::time::Duration::from_secs(self.pg_connect_timeout),
+            statement_timeout: std::time::Duration::from_secs(self.pg_statement_timeout),
+            schema: self.pg_schema.clone(),
+            ..PgOptions::default()
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -35,9 +91,12 @@ pub struct ServeArgs {
     /// Data directory (created if missing): the SQLite file and the key file.
     #[arg(long, default_value = "./wsp-data")]
     data: PathBuf,
-    /// Storage backend.
-    #[arg(long, value_enum, default_value_t = StoreKind::Sqlite)]
+    /// Storage backend: `sqlite` (the file in --data), `memory`, or `postgres://user@host/db`
+    /// (files and keys in PostgreSQL; run as many replicas as you like).
+    #[arg(long, default_value = "sqlite", value_parser = StoreKind::parse)]
     store: StoreKind,
+    #[command(flatten)]
+    pg: PgArgs,
     /// Largest file content in UTF-8 bytes.
     #[arg(long, default_value_t = Limits::default().max_file_bytes, value_parser = clap::value_parser!(u64).range(1..))]
     max_file_bytes: u64,
@@ -65,36 +124,39 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
     };
-    std::fs::create_dir_all(&args.data).map_err(|e| {
-        CliError(format!(
-            "cannot use data directory {}: {e}",
-            args.data.display()
-        ))
-    })?;
-    let registry = SqliteKeyRegistry::open(&key_file(&args.data)).map_err(|e| {
-        CliError(format!(
-            "cannot use data directory {}: {e}",
-            args.data.display()
-        ))
-    })?;
-    let first_key = first_start_key(&registry).await?;
     let limits = Limits {
         max_file_bytes: args.max_file_bytes,
         max_files: args.max_files,
         max_versions: args.max_versions,
     };
-    let store: Arc<dyn WorkspaceStore> = match args.store {
-        StoreKind::Sqlite => {
-            let file = args.data.join("wsp.sqlite3");
-            Arc::new(SqliteStore::open(&file, limits).map_err(|e| {
-                CliError(format!(
-                    "cannot use data directory {}: {e}",
-                    args.data.display()
-                ))
-            })?)
-        }
-        StoreKind::Memory => Arc::new(MemoryStore::new(limits)),
+    let data_dir_error = |e: &dyn std::fmt::Display| {
+        CliError(format!(
+            "cannot use data directory {}: {e}",
+            args.data.display()
+        ))
     };
+    std::fs::create_dir_all(&args.data).map_err(|e| data_dir_error(&e))?;
+    let (store, registry): (Arc<dyn WorkspaceStore>, Arc<dyn KeyRegistry>) = match &args.store {
+        StoreKind::Postgres(url) => {
+            let pg = PgStore::connect(url, limits, args.pg.options())
+                .await
+                .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
+            let keys = pg.key_registry();
+            (Arc::new(pg), Arc::new(keys))
+        }
+        kind => {
+            let keys =
+                SqliteKeyRegistry::open(&key_file(&args.data)).map_err(|e| data_dir_error(&e))?;
+            let store: Arc<dyn WorkspaceStore> = if *kind == StoreKind::Memory {
+                Arc::new(MemoryStore::new(limits))
+            } else {
+                let file = args.data.join("wsp.sqlite3");
+                Arc::new(SqliteStore::open(&file, limits).map_err(|e| data_dir_error(&e))?)
+            };
+            (store, Arc::new(keys))
+        }
+    };
+    let first_key = first_start_key(&*registry).await?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| CliError(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -106,7 +168,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     };
     let state = AppState::with_secrets(
         store,
-        Arc::new(KeyAuthenticator::new(Arc::new(registry))),
+        Arc::new(KeyAuthenticator::new(registry)),
         Arc::new(file_config.secrets()?),
         config,
     );
@@ -131,10 +193,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         println!("It is shown only this once; keep it (e.g. export WSP_API_KEY=...):");
         println!("{}", key.expose());
     }
-    let store_name = match args.store {
-        StoreKind::Sqlite => "sqlite",
-        StoreKind::Memory => "memory",
-    };
+    let store_name = args.store.name();
     println!(
         "wsp listening on http://{local} (store: {store_name}, data: {})",
         args.data.display()
@@ -147,8 +206,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// On a data directory without keys, creates the admin key (every scope) for `default/default`.
-async fn first_start_key(registry: &SqliteKeyRegistry) -> Result<Option<ApiKey>, CliError> {
+/// On a key registry without keys, creates the admin key (every scope) for `default/default`.
+async fn first_start_key(registry: &dyn KeyRegistry) -> Result<Option<ApiKey>, CliError> {
     if !registry.list().await?.is_empty() {
         return Ok(None);
     }

@@ -1,0 +1,269 @@
+//! Stateless replicas on one PostgreSQL: three `wsp serve --store postgres://...` processes.
+//!
+//! Needs `WSP_TEST_POSTGRES_URL` (CI sets it). Without it the test fails and says why, unless
+//! `WSP_SKIP_POSTGRES=1` is set, in which case it prints loudly that it did not run.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wsp_client::{Client, FeedItem, PutOptions};
+use wsp_types::{ETag, WorkspacePath};
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+fn database_url() -> Option<String> {
+    match std::env::var("WSP_TEST_POSTGRES_URL") {
+        Ok(url) => Some(url),
+        Err(_) if std::env::var("WSP_SKIP_POSTGRES").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED: PostgreSQL tests not run (WSP_SKIP_POSTGRES=1)");
+            None
+        }
+        Err(_) => panic!(
+            "WSP_TEST_POSTGRES_URL is not set: these tests need PostgreSQL \
+             (e.g. postgres://postgres@127.0.0.1:5432/test); set WSP_SKIP_POSTGRES=1 to skip them"
+        ),
+    }
+}
+
+struct Replica {
+    child: Child,
+    url: String,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[expect(
+    clippy::zombie_processes,
+    reason = "Replica's Drop kills and waits for the child"
+)]
+fn replica(db: &str, schema: &str) -> Replica {
+    let data = tempfile::tempdir().unwrap();
+    let mut child = Command::new(WSP)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--store",
+            db,
+            "--pg-schema",
+            schema,
+            "--data",
+        ])
+        .arg(data.path())
+        .env("WSP_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "a replica did not start");
+        let line = lines
+            .next()
+            .expect("wsp serve reports its address")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("wsp listening on ") {
+            let url = rest.split_whitespace().next().unwrap().to_owned();
+            std::thread::spawn(move || lines.for_each(drop));
+            return Replica {
+                child,
+                url,
+                _data: data,
+            };
+        }
+    }
+}
+
+fn random_schema() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("wsp_cli_{}_{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+async fn drop_schema(db: &str, schema: &str) {
+    let (client, conn) = tokio_postgres::connect(db, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+}
+
+fn p(s: &str) -> WorkspacePath {
+    WorkspacePath::parse(s).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_replicas_share_one_database() {
+    let Some(db) = database_url() else { return };
+    let schema = random_schema();
+    // A key created through the store, before any replica runs (this also migrates the schema).
+    let out = Command::new(WSP)
+        .args(["keys", "create", "--store", &db, "--pg-schema", &schema])
+        .args(["--tenant", "t", "--workspace", "w"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let replicas: Vec<Replica> = (0..3).map(|_| replica(&db, &schema)).collect();
+    let clients: Vec<Client> = replicas
+        .iter()
+        .map(|r| Client::new(&r.url).unwrap().with_key(key.clone()))
+        .collect();
+
+    // An SSE client on replica 1 follows everything from the start.
+    let feed_client = Client::with_http_client(&replicas[0].url, reqwest::Client::new())
+        .unwrap()
+        .with_key(key.clone());
+    let mut feed = feed_client.events(Some(0)).await.unwrap();
+
+    // Racing conditional writers on the same paths through different replicas.
+    clients[0]
+        .put(&p("race.md"), "start", PutOptions::default())
+        .await
+        .unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..9 {
+        let c = clients[t % 3].clone();
+        tasks.spawn(async move {
+            let mut won = Vec::new();
+            for i in 0..8 {
+                let live = c.get(&p("race.md"), None).await.unwrap();
+                let tag = live.etag.clone().map(ETag::from_wire);
+                let opts = PutOptions {
+                    if_match: tag,
+                    ..Default::default()
+                };
+                match c
+                    .put(&p("race.md"), format!("writer {t} try {i}"), opts)
+                    .await
+                {
+                    Ok(f) => won.push((f.version.get(), f.content)),
+                    Err(e) => assert_eq!(
+                        e.code(),
+                        Some(wsp_types::ErrorCode::WorkspaceConflict),
+                        "{e}"
+                    ),
+                }
+            }
+            won
+        });
+    }
+    let mut wins = Vec::new();
+    while let Some(r) = tasks.join_next().await {
+        wins.extend(r.unwrap());
+    }
+    wins.sort();
+    let versions: Vec<u64> = wins.iter().map(|w| w.0).collect();
+    assert_eq!(
+        versions,
+        (2..2 + wins.len() as u64).collect::<Vec<_>>(),
+        "one winner per version, gap-free"
+    );
+    for (version, content) in &wins {
+        let f = clients[2].get(&p("race.md"), Some(*version)).await;
+        // History keeps the newest 50 versions; every retained winner is intact.
+        if let Ok(f) = f {
+            assert_eq!(&f.content, content);
+        }
+    }
+
+    // Writes on replicas 2 and 3 reach the feed on replica 1, in order.
+    for i in 0..10 {
+        clients[1 + i % 2]
+            .put(&p(&format!("spread/{i}.md")), "x", PutOptions::default())
+            .await
+            .unwrap();
+    }
+    let total = 1 + wins.len() as u64 + 10;
+    let mut last = 0;
+    let mut spread = 0;
+    while last < total {
+        let item = tokio::time::timeout(Duration::from_secs(20), feed.next())
+            .await
+            .expect("events keep coming");
+        match item {
+            Some(Ok(FeedItem::Updated(e))) => {
+                assert_eq!(e.sequence.get(), last + 1, "in order, no gap");
+                last = e.sequence.get();
+                if e.payload.path.as_str().starts_with("spread/") {
+                    spread += 1;
+                }
+            }
+            other => panic!("unexpected feed item {other:?}"),
+        }
+    }
+    assert_eq!(
+        spread, 10,
+        "replica 1's subscriber saw every write of replicas 2 and 3"
+    );
+
+    // kill -9 of one replica mid-load loses no acknowledged write.
+    let mut replicas = replicas;
+    let victim = replicas.pop().unwrap();
+    let victim_client = clients[2].clone();
+    let writer = tokio::spawn(async move {
+        let mut acked = BTreeMap::new();
+        for i in 0..400u32 {
+            let path = format!("kill/{}.md", i % 20);
+            match victim_client
+                .put(&p(&path), format!("write {i}"), PutOptions::default())
+                .await
+            {
+                Ok(f) => {
+                    acked.insert(path, (f.version.get(), f.content));
+                }
+                Err(_) => break,
+            }
+        }
+        acked
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut victim = victim;
+    victim.child.kill().unwrap(); // SIGKILL
+    victim.child.wait().unwrap();
+    let acked = writer.await.unwrap();
+    assert!(
+        !acked.is_empty(),
+        "writes were acknowledged before the kill"
+    );
+    for (path, (version, content)) in &acked {
+        let live = clients[0].get(&p(path), None).await.unwrap();
+        assert!(
+            live.version.get() >= *version,
+            "{path}: acknowledged v{version} lost"
+        );
+        assert_eq!(
+            &clients[0]
+                .get(&p(path), Some(*version))
+                .await
+                .unwrap()
+                .content,
+            content
+        );
+    }
+    drop(replicas);
+    drop_schema(&db, &schema).await;
+}

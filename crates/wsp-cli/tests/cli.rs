@@ -386,7 +386,7 @@ fn kill_9(child: &mut Child) {
 #[test]
 fn files_watch_prints_the_change_feed() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(dir.path(), &["--store", "memory"]);
+    let server = serve(dir.path(), &[]);
     let key = server.first_key.clone().unwrap();
     let env = [
         ("WSP_URL", server.url.as_str()),
@@ -417,4 +417,43 @@ fn files_watch_prints_the_change_feed() {
     assert_eq!(lines.next().unwrap().unwrap(), "3\ta.md\tv3");
     watch.kill().unwrap();
     watch.wait().unwrap();
+}
+
+#[test]
+fn runs_survive_a_restart_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let key = server.first_key.clone().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let path = wsp_types::WorkspacePath::parse("AGENTS.md").unwrap();
+    let run_id = runtime.block_on(async {
+        let c = wsp_client::Client::new(&server.url)
+            .unwrap()
+            .with_key(key.clone());
+        c.put(&path, "as the run started", Default::default())
+            .await
+            .unwrap();
+        let run = c.create_run("survivor").await.unwrap();
+        c.put(&path, "after the run started", Default::default())
+            .await
+            .unwrap();
+        run.run_id
+    });
+    drop(server);
+    let again = serve(dir.path(), &[]);
+    runtime.block_on(async {
+        let c = wsp_client::Client::new(&again.url).unwrap().with_key(key);
+        let run = c.get_run(&run_id).await.unwrap();
+        assert_eq!(run.status, wsp_types::wire::RunStatus::Running);
+        assert_eq!(run.workflow_id, "survivor");
+        let seen = c.get_run_file(&run_id, &path).await.unwrap();
+        assert_eq!(seen.content, "as the run started");
+        assert_eq!(
+            c.get(&path, None).await.unwrap().content,
+            "after the run started"
+        );
+    });
 }

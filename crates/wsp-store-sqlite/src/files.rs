@@ -536,6 +536,26 @@ pub(crate) fn sqlite_error(op: &str, e: rusqlite::Error) -> StoreError {
 }
 
 #[cfg(test)]
+pub(crate) const STATEMENTS: &[&str] = &[
+    GET,
+    HISTORY,
+    LIST_RANGE,
+    LIST_FROM,
+    CURRENT,
+    LIVE_FILES,
+    BUMP_OWNER_FOR_WRITE,
+    BUMP_OWNER_FOR_DELETE,
+    SET_LIVE,
+    INSERT_VERSION,
+    INSERT_TOMBSTONE,
+    PRUNE_LIFE,
+    ANY_OPEN_SNAPSHOT,
+    SET_TOMBSTONE,
+    PURGE_PATH,
+    FORGET_PATH,
+];
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -563,27 +583,11 @@ mod tests {
         for migration in crate::schema::MIGRATIONS {
             conn.execute_batch(migration).unwrap();
         }
-        let statements = [
-            GET,
-            HISTORY,
-            LIST_RANGE,
-            LIST_FROM,
-            CURRENT,
-            LIVE_FILES,
-            BUMP_OWNER_FOR_WRITE,
-            BUMP_OWNER_FOR_DELETE,
-            SET_LIVE,
-            INSERT_VERSION,
-            INSERT_TOMBSTONE,
-            PRUNE_LIFE,
-            ANY_OPEN_SNAPSHOT,
-            SET_TOMBSTONE,
-            PURGE_PATH,
-            FORGET_PATH,
-        ]
-        .into_iter()
-        .chain(crate::feed::STATEMENTS.iter().copied())
-        .chain(crate::snapshots::STATEMENTS.iter().copied());
+        let statements = STATEMENTS
+            .iter()
+            .chain(crate::feed::STATEMENTS)
+            .chain(crate::snapshots::STATEMENTS)
+            .copied();
         for sql in statements {
             let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];

@@ -602,4 +602,70 @@ mod tests {
         let empty = writer_cost(&store, snapshot(&c)).await;
         assert!(empty.0 == 1 && empty.1 <= small.1, "{empty:?} vs {small:?}");
     }
+
+    /// Every statement keeps the plan it was prepared with: running a mixed workload, with new
+    /// values bound each time, never makes SQLite prepare a statement again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn statements_are_prepared_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            max_versions: 2,
+            ..Limits::default()
+        };
+        let store = SqliteStore::open(&dir.path().join("wsp.sqlite3"), limits).unwrap();
+        let a = Owner::parse("a", "w").unwrap();
+        let all = WorkspacePrefix::all();
+        let mut open = Vec::new();
+        for i in 0..120u32 {
+            let path = WorkspacePath::parse(&format!("p{}.md", i % 5)).unwrap();
+            if i % 4 == 3 {
+                let _ = store.delete(&a, &path, Precondition::None).await;
+            } else {
+                let write = FileWrite::markdown(format!("{i}"));
+                store
+                    .put(&a, &path, write, Precondition::None)
+                    .await
+                    .unwrap();
+            }
+            if i % 7 == 0 {
+                open.push(store.snapshot(&a, "run").await.unwrap().id);
+            }
+            if i % 9 == 0 && open.len() > 2 {
+                let id = open.remove(0);
+                store.release_snapshot(&a, &id, "done").await.unwrap();
+            }
+        }
+        while let Some(id) = open.pop() {
+            store.release_snapshot(&a, &id, "done").await.unwrap();
+        }
+        // The reads, on the writer connection so that one statement cache holds everything.
+        let conn = store.shared.writer.lock().await;
+        let first = snapshots::take(&conn, &a, "reads").unwrap();
+        for i in 0..5 {
+            let path = WorkspacePath::parse(&format!("p{i}.md")).unwrap();
+            let prefix = WorkspacePrefix::parse(&format!("p{i}")).unwrap();
+            let _ = files::get(&conn, &a, &path, Some(i), 2);
+            let _ = files::history(&conn, &a, &path, 2 + i as i64);
+            files::list(&conn, &a, &prefix).unwrap();
+            files::list(&conn, &a, &all).unwrap();
+            let snap = snapshots::take(&conn, &a, "reads").unwrap();
+            for id in [&first.id, &snap.id] {
+                snapshots::list_at(&conn, &a, id, &prefix).unwrap();
+                snapshots::list_at(&conn, &a, id, &all).unwrap();
+                let _ = snapshots::get_at(&conn, &a, id, &path);
+                snapshots::info(&conn, &a, id).unwrap();
+            }
+            feed::changes(&conn, &a, i, 10).unwrap();
+        }
+        let statements = files::STATEMENTS
+            .iter()
+            .chain(feed::STATEMENTS)
+            .chain(snapshots::STATEMENTS);
+        for sql in statements {
+            let stmt = conn.prepare_cached(sql).unwrap();
+            let runs = stmt.get_status(rusqlite::StatementStatus::Run);
+            let again = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+            assert_eq!(again, 0, "re-prepared {again} times in {runs} runs: {sql}");
+        }
+    }
 }

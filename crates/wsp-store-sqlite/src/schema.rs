@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::OpenError;
@@ -200,6 +201,7 @@ pub(crate) fn open_writer(path: &Path, busy_timeout: Duration) -> Result<Connect
         .map_err(|e| setup(path, &e))?;
     conn.pragma_update(None, "journal_size_limit", JOURNAL_SIZE_LIMIT)
         .map_err(|e| setup(path, &e))?;
+    stable_plans(path, &conn)?;
     let mut conn = conn;
     migrate(path, &mut conn)?;
     Ok(conn)
@@ -211,7 +213,18 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connect
     let conn = Connection::open_with_flags(path, flags).map_err(|e| cannot_open(path, &e))?;
     conn.busy_timeout(busy_timeout)
         .map_err(|e| setup(path, &e))?;
+    stable_plans(path, &conn)?;
     Ok(conn)
+}
+
+/// Turns on the query planner stability guarantee: a prepared statement keeps its plan (the
+/// one the plan test checks) whatever values are bound. Without it, a statement whose plan
+/// could depend on a bound value is re-prepared at every new value, which for the pruning
+/// statements cost more than the rest of a write.
+fn stable_plans(path: &Path, conn: &Connection) -> Result<(), OpenError> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+        .map_err(|e| setup(path, &e))?;
+    Ok(())
 }
 
 /// Refuses a path whose directory is missing or is not a directory, with a message that says so
@@ -369,6 +382,10 @@ mod tests {
         assert_eq!(pragma::<i64>(&conn, "busy_timeout"), 3000);
         assert_eq!(pragma::<i32>(&conn, "application_id"), APPLICATION_ID);
         assert_eq!(pragma::<i64>(&conn, "user_version"), SCHEMA_VERSION);
+        assert!(
+            conn.db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG)
+                .unwrap()
+        );
         let orphan = conn.execute(
             "INSERT INTO files (tenant, workspace, path, life, version, live, seq)
              VALUES ('t', 'w', 'p', 1, 1, 1, 1)",
@@ -562,11 +579,16 @@ mod tests {
     }
 
     #[test]
-    fn a_reader_cannot_write() {
+    fn a_reader_cannot_write_and_keeps_its_plans() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("wsp.sqlite3");
         let _writer = open_writer(&path, Duration::from_secs(1)).unwrap();
         let reader = open_reader(&path, Duration::from_secs(1)).unwrap();
+        assert!(
+            reader
+                .db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG)
+                .unwrap()
+        );
         let write = reader.execute(
             "INSERT INTO owners (tenant, workspace, seq, live_files) VALUES ('t', 'w', 0, 0)",
             [],

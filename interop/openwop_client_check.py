@@ -1,6 +1,9 @@
 """Drive a running wsp host with the unmodified OpenWOP Python client.
 
-Usage: python openwop_client_check.py BASE_URL API_KEY [--json REPORT]
+Usage: python openwop_client_check.py BASE_URL API_KEY [--agent AGENT_ID] [--json REPORT]
+
+With --agent, the host serves the agent inventory (RFC 0072/0074) and AGENT_ID is an agent the
+key may see: `agents_list` and `agents_get` are checked too.
 
 Each check prints one line, `PASS <name>` or `FAIL <name>: <reason>`, and the run ends with the
 plain closing line `N passed, N failed`. The exit status is 1 when any check failed.
@@ -19,6 +22,10 @@ def main() -> int:
     if "--json" in sys.argv:
         report_path = sys.argv[sys.argv.index("--json") + 1]
         args = [a for a in args if a != report_path]
+    agent_id = None
+    if "--agent" in sys.argv:
+        agent_id = sys.argv[sys.argv.index("--agent") + 1]
+        args = [a for a in args if a != agent_id]
     base_url, api_key = args[0], args[1]
     client = OpenwopClient(base_url=base_url, api_key=api_key)
     root = f"interop/{uuid.uuid4().hex[:8]}"
@@ -92,6 +99,36 @@ def main() -> int:
         client.delete_workspace_file(f"{root}/a.md")
         client.delete_workspace_file(f"{root}/plan.md")
 
+    def agents_list():
+        agents = client.agents_list()
+        expect(agents is not None, "agents_list returned None: the inventory is not served")
+        ids = [a.agentId for a in agents]
+        expect(agent_id in ids, f"{agent_id} not in {ids}")
+        expect(ids == sorted(ids), f"not sorted by agentId: {ids}")
+        for a in agents:
+            expect(a.persona and a.label and a.modelClass, f"empty fields in {a}")
+            expect(a.packName and a.packVersion, f"no pack in {a}")
+            expect(isinstance(a.toolAllowlist, list), f"toolAllowlist of {a.agentId}")
+        state["agent"] = next(a for a in agents if a.agentId == agent_id)
+
+    def agents_get():
+        one = client.agents_get(agent_id)
+        expect(one is not None, f"agents_get({agent_id!r}) returned None")
+        expect(one == state["agent"], f"agents_get differs from the list: {one} vs {state['agent']}")
+        missing = client.agents_get(f"interop.no-such-agent.{uuid.uuid4().hex[:8]}")
+        expect(missing is None, f"an unknown agent returned {missing}")
+
+    def agents_unauthenticated():
+        stranger = OpenwopClient(base_url=base_url, api_key="wsp_000000000000_" + "0" * 64)
+        try:
+            stranger.agents_list()
+        except WopError as err:
+            expect(err.status == 401, f"status {err.status}, want 401")
+            expect(err.envelope is not None and err.envelope.error == "unauthenticated",
+                   f"envelope {err.envelope}")
+            return
+        raise AssertionError("an unknown key got an agent list")
+
     check("discovery_capabilities", discovery)
     check("put_workspace_file create", put_create)
     check("put_workspace_file if_match fresh", put_if_match_fresh)
@@ -99,6 +136,10 @@ def main() -> int:
     check("get_workspace_file", get_file)
     check("list_workspace_files", list_files)
     check("delete_workspace_file", delete_file)
+    if agent_id is not None:
+        check("agents_list", agents_list)
+        check("agents_get (and unknown -> None)", agents_get)
+        check("agents_list unknown key -> 401", agents_unauthenticated)
 
     passed = sum(1 for _, ok, _ in results if ok)
     failed = len(results) - passed

@@ -62,7 +62,7 @@ pub(crate) fn run() -> Result<()> {
     println!("== openwop-client 1.8.0 (Python) against {}", host.url);
     let py = Command::new(&python)
         .arg(project_root().join("interop/openwop_client_check.py"))
-        .args([&host.url, &host.key_a, "--json"])
+        .args([&host.url, &host.key_a, "--agent", host::AGENT_A, "--json"])
         .arg(reports.join("client-openwop-python.json"))
         .status()?;
     if !py.success() {
@@ -80,7 +80,7 @@ pub(crate) fn run() -> Result<()> {
             "interop",
             "--",
         ])
-        .args([&host.url, &host.key_a, "--json"])
+        .args([&host.url, &host.key_a, "--agent", host::AGENT_A, "--json"])
         .arg(reports.join("client-wsp-client.json"))
         .current_dir(project_root())
         .status()?;

@@ -1,6 +1,8 @@
 //! Drives a running host through `wsp-client`: the same checks as the OpenWOP Python client's.
 //!
-//! `cargo run -p wsp-client --example interop -- BASE_URL API_KEY [--json REPORT]`
+//! `cargo run -p wsp-client --example interop -- BASE_URL API_KEY [--agent AGENT_ID] [--json REPORT]`
+//!
+//! With `--agent`, the host serves the agent inventory and AGENT_ID is an agent the key may see.
 //!
 //! Prints `PASS name` / `FAIL name: reason` per check and closes with `N passed, N failed`.
 
@@ -29,6 +31,10 @@ async fn main() -> ExitCode {
     let report = args
         .iter()
         .position(|a| a == "--json")
+        .and_then(|i| args.get(i + 1));
+    let agent_id = args
+        .iter()
+        .position(|a| a == "--agent")
         .and_then(|i| args.get(i + 1));
     let client = match Client::new(url) {
         Ok(c) => c.with_key(key.clone()),
@@ -158,6 +164,47 @@ async fn main() -> ExitCode {
         }
         .await,
     ));
+
+    if let Some(id) = agent_id {
+        let mut listed = None;
+        results.push((
+            "agents (inventory)",
+            async {
+                let d = client.discovery().await.map_err(|e| e.to_string())?;
+                let runtime = d.agents.and_then(|a| a.manifest_runtime);
+                expect(
+                    runtime.is_some_and(|r| r.supported),
+                    "agents.manifestRuntime not advertised",
+                )?;
+                let inv = client.agents().await.map_err(|e| e.to_string())?;
+                let ids: Vec<&str> = inv.agents.iter().map(|a| a.agent_id.as_str()).collect();
+                expect(ids.contains(&id.as_str()), format!("{id} not in {ids:?}"))?;
+                expect(ids.is_sorted(), format!("not sorted: {ids:?}"))?;
+                expect(
+                    inv.total == ids.len() as u64,
+                    format!("total {}", inv.total),
+                )?;
+                listed = inv.agents.into_iter().find(|a| &a.agent_id == id);
+                Ok(())
+            }
+            .await,
+        ));
+        results.push((
+            "agent and unknown agent -> 404",
+            async {
+                let one = client.agent(id).await.map_err(|e| e.to_string())?;
+                expect(
+                    Some(&one) == listed.as_ref(),
+                    "the entry differs from the list's",
+                )?;
+                match client.agent("interop.no-such-agent").await {
+                    Err(e) => expect(e.code() == Some(ErrorCode::NotFound), e.to_string()),
+                    Ok(a) => Err(format!("an unknown agent answered {a:?}")),
+                }
+            }
+            .await,
+        ));
+    }
 
     let mut passed = 0;
     for (name, r) in &results {

@@ -4,9 +4,12 @@
 //! cargo run --release -p wsp-store-sqlite --example timing [-- <database dir>]
 //! ```
 //!
-//! Prints the mean latency of a 1 KiB unconditional PUT, a conditional PUT, a live GET, a
-//! versioned GET, a 100-file LIST, and GET throughput with several concurrent readers while a
-//! writer runs. Pass a directory to measure on a particular disk (default: a temporary one).
+//! Prints the mean latency of a 1 KiB unconditional PUT, a conditional PUT, a PUT while a
+//! snapshot is open, a live GET, a versioned GET, a 100-file LIST, a read of the change feed,
+//! GET throughput with several concurrent readers while a writer runs, and the time to take a
+//! snapshot of a workspace of 10, 1,000 and 100,000 files (filled through the store, one
+//! committed write per file: on a slow disk pass a tmpfs directory such as `/dev/shm`). Pass a
+//! directory to measure on a particular disk (default: a temporary one).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,6 +67,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     row("PUT 1 KiB If-Match", start.elapsed(), ROUNDS);
 
+    let pinned = store.snapshot(&owner, "timing").await?;
+    let start = Instant::now();
+    for _ in 0..ROUNDS {
+        store
+            .put(
+                &owner,
+                &path,
+                FileWrite::markdown(&body),
+                Precondition::None,
+            )
+            .await?;
+    }
+    row("PUT 1 KiB, a snapshot open", start.elapsed(), ROUNDS);
+    let start = Instant::now();
+    store.release_snapshot(&owner, &pinned.id, "done").await?;
+    row("RELEASE that snapshot", start.elapsed(), 1);
+    let live = store.get(&owner, &path, None).await?;
+
     let start = Instant::now();
     for _ in 0..ROUNDS {
         store.get(&owner, &path, None).await?;
@@ -99,6 +120,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert_eq!(store.list(&owner, &prefix).await?.len(), 100);
     }
     row("LIST 100 files", start.elapsed(), ROUNDS / 10);
+
+    let head = store.changes(&owner, 0, 0).await?.head;
+    let start = Instant::now();
+    for _ in 0..ROUNDS {
+        store.changes(&owner, head - 100, 100).await?;
+    }
+    row("FEED page of 100 events", start.elapsed(), ROUNDS);
 
     let writing = Arc::new(AtomicBool::new(true));
     let writer = {
@@ -148,5 +176,72 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ROUNDS * READERS as u32,
     );
     row("  the writer meanwhile", elapsed, writes.max(1));
+
+    let mut times = Vec::new();
+    for files in SNAPSHOT_SIZES {
+        let elapsed = snapshot_time(&dir, files).await?;
+        row(&format!("SNAPSHOT of {files} files"), elapsed, SNAPSHOTS);
+        times.push(elapsed);
+    }
+    if let (Some(first), Some(last)) = (times.first(), times.last()) {
+        println!(
+            "snapshot time at {} files / at {} files: {:.2}",
+            SNAPSHOT_SIZES[SNAPSHOT_SIZES.len() - 1],
+            SNAPSHOT_SIZES[0],
+            last.as_secs_f64() / first.as_secs_f64()
+        );
+    }
     Ok(())
+}
+
+const SNAPSHOT_SIZES: [usize; 3] = [10, 1_000, 100_000];
+const SNAPSHOTS: u32 = 200;
+
+/// Fills a fresh database with `files` files of one owner, then takes [`SNAPSHOTS`] snapshots
+/// of it; returns the time they took.
+async fn snapshot_time(
+    dir: &std::path::Path,
+    files: usize,
+) -> Result<Duration, Box<dyn std::error::Error>> {
+    let db = dir.join(format!("wsp-timing-snapshot-{files}.sqlite3"));
+    let limits = Limits {
+        max_files: files as u64,
+        ..Limits::default()
+    };
+    let store = Arc::new(SqliteStore::open(&db, limits)?);
+    let owner = Owner::parse("bench", "w")?;
+    let fill = Instant::now();
+    let mut writers = tokio::task::JoinSet::new();
+    for w in 0..4 {
+        let (store, owner) = (store.clone(), owner.clone());
+        writers.spawn(async move {
+            for i in (w..files).step_by(4) {
+                let p = WorkspacePath::parse(&format!("files/{i:06}.md")).expect("a path");
+                let write = FileWrite::markdown(format!("file {i}"));
+                store
+                    .put(&owner, &p, write, Precondition::None)
+                    .await
+                    .expect("put");
+            }
+        });
+    }
+    while let Some(r) = writers.join_next().await {
+        r?;
+    }
+    println!(
+        "  (filled {files} files in {:.1} s)",
+        fill.elapsed().as_secs_f64()
+    );
+    let mut ids = Vec::new();
+    let start = Instant::now();
+    for _ in 0..SNAPSHOTS {
+        ids.push(store.snapshot(&owner, "run").await?.id);
+    }
+    let elapsed = start.elapsed();
+    for id in ids {
+        store.release_snapshot(&owner, &id, "done").await?;
+    }
+    drop(store);
+    std::fs::remove_file(&db)?;
+    Ok(elapsed)
 }

@@ -5,8 +5,8 @@
 //! (`synchronous=FULL`), so acknowledged writes survive `kill -9` (and power loss, as far as the
 //! disk honours `fsync`); every statement on workspace data names the owner (`tenant`,
 //! `workspace`) in its WHERE clause or key; a row that an open snapshot can see is never pruned,
-//! and a row that nothing can see (history, an open snapshot, or being a path's newest row) is
-//! never kept.
+//! and a row that nothing needs any more (neither history, nor an open snapshot, nor being a
+//! path's newest row) is dropped by the transaction that made it so.
 //!
 //! # Design
 //!
@@ -38,9 +38,11 @@
 //!   forgets the path entirely (rows and `files` row), otherwise it adds a tombstone row and
 //!   keeps of the deleted life only what a snapshot sees; a release re-checks the row the
 //!   released snapshot saw of each path changed since it was taken and, when it was the owner's
-//!   last open snapshot, forgets tombstoned paths. `get` with a
-//!   version and `history` serve only the newest `max_versions` versions of the live life, even
-//!   when a snapshot keeps older ones.
+//!   last open snapshot, forgets tombstoned paths. `get` with a version and `history` serve only
+//!   the newest `max_versions` versions of the live life, even when a snapshot keeps older ones.
+//! - **Fixed plans.** Every statement is written to be answered through an index (a test checks
+//!   each plan), and every connection turns on SQLite's query planner stability guarantee, so a
+//!   prepared statement keeps that plan and is never re-prepared for new bound values.
 //! - **The change feed** gets one `events` row per write or delete in the change's own
 //!   transaction, and keeps the newest [`SqliteOptions::feed_retention`] per owner (older ones
 //!   are dropped by a range delete in the same transaction). After each commit the store sends

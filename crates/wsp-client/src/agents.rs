@@ -4,32 +4,20 @@
 use reqwest::Method;
 use wsp_types::wire::{AgentInventory, AgentInventoryEntry, PublishRequest, PublishResponse};
 
-use crate::{Client, Error, decode, encode_segment, header_value};
+use crate::{Client, Error, encode_segment, header_value};
 
 impl Client {
     /// `GET /v1/agents`: the agents available to this client's credential, sorted by
     /// `agentId`.
     pub async fn agents(&self) -> Result<AgentInventory, Error> {
-        decode(
-            self.request(Method::GET, "/v1/agents")
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, "/v1/agents")).await
     }
 
     /// `GET /v1/agents/{agentId}`: one agent; a 404 `not_found` for an agent this credential
     /// may not see, whether or not it exists.
     pub async fn agent(&self, agent_id: &str) -> Result<AgentInventoryEntry, Error> {
         let url = format!("/v1/agents/{}", encode_segment(agent_id));
-        decode(
-            self.request(Method::GET, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, &url)).await
     }
 
     /// `POST /v1/host/workspace/publish`: copies one of this credential's files into the
@@ -46,6 +34,6 @@ impl Client {
         if let Some(key) = idempotency_key {
             req = req.header("idempotency-key", header_value(key)?);
         }
-        decode(req.send().await.map_err(Error::Transport)?).await
+        self.send(req).await
     }
 }

@@ -120,10 +120,15 @@ impl Client {
         req.header(reqwest::header::ACCEPT, "application/json")
     }
 
+    /// Sends a request and decodes its 2xx JSON answer (or the error).
+    async fn send<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, Error> {
+        decode(req.send().await.map_err(Error::Transport)?).await
+    }
+
     /// `GET /.well-known/openwop`.
     pub async fn discovery(&self) -> Result<Discovery, Error> {
         let req = self.http.get(format!("{}/.well-known/openwop", self.base));
-        decode(req.send().await.map_err(Error::Transport)?).await
+        self.send(req).await
     }
 
     /// `GET /v1/host/workspace/files[?prefix=P]`: live files without content, sorted by path.
@@ -133,13 +138,7 @@ impl Client {
             url.push_str("?prefix=");
             url.push_str(&encode_segment(p));
         }
-        decode(
-            self.request(Method::GET, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, &url)).await
     }
 
     /// `GET /v1/host/workspace/files/{path}[?version=N]`.
@@ -152,13 +151,7 @@ impl Client {
         if let Some(v) = version {
             url.push_str(&format!("?version={v}"));
         }
-        decode(
-            self.request(Method::GET, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, &url)).await
     }
 
     /// `PUT /v1/host/workspace/files/{path}`: create or replace.
@@ -189,7 +182,7 @@ impl Client {
             headers.insert("idempotency-key", header_value(key)?);
         }
         let req = self.request(Method::PUT, &url).headers(headers).json(&body);
-        decode(req.send().await.map_err(Error::Transport)?).await
+        self.send(req).await
     }
 
     /// `DELETE /v1/host/workspace/files/{path}` (optionally `If-Match`).
@@ -212,13 +205,7 @@ impl Client {
             "/v1/host/workspace/history/{}",
             encode_segment(path.as_str())
         );
-        decode(
-            self.request(Method::GET, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, &url)).await
     }
 }
 
@@ -227,31 +214,19 @@ impl Client {
     pub async fn create_run(&self, workflow_id: &str) -> Result<RunCreated, Error> {
         let body = serde_json::json!({ "workflowId": workflow_id });
         let req = self.request(Method::POST, "/v1/runs").json(&body);
-        decode(req.send().await.map_err(Error::Transport)?).await
+        self.send(req).await
     }
 
     /// `GET /v1/runs/{runId}`.
     pub async fn get_run(&self, run_id: &str) -> Result<Run, Error> {
         let url = format!("/v1/runs/{}", encode_segment(run_id));
-        decode(
-            self.request(Method::GET, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, &url)).await
     }
 
     /// `POST /v1/runs/{runId}/cancel`: ends the run and releases its snapshot.
     pub async fn cancel_run(&self, run_id: &str) -> Result<Run, Error> {
         let url = format!("/v1/runs/{}/cancel", encode_segment(run_id));
-        decode(
-            self.request(Method::POST, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::POST, &url)).await
     }
 
     /// `GET /v1/runs/{runId}/workspace/files[?prefix=P]`: the files of a run's snapshot.
@@ -265,13 +240,7 @@ impl Client {
             url.push_str("?prefix=");
             url.push_str(&encode_segment(p));
         }
-        decode(
-            self.request(Method::GET, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, &url)).await
     }
 
     /// `GET /v1/runs/{runId}/workspace/files/{path}`: a file as the run sees it.
@@ -285,13 +254,7 @@ impl Client {
             encode_segment(run_id),
             encode_segment(path.as_str())
         );
-        decode(
-            self.request(Method::GET, &url)
-                .send()
-                .await
-                .map_err(Error::Transport)?,
-        )
-        .await
+        self.send(self.request(Method::GET, &url)).await
     }
 
     /// `GET /v1/host/workspace/events`: the change feed, from the live tail or after `since`.

@@ -379,3 +379,29 @@ async fn the_feed_needs_a_read_scope_and_a_valid_position() {
         .unwrap();
     assert_eq!(r.status(), 400);
 }
+
+#[tokio::test]
+async fn a_stalled_reader_never_holds_up_writers() {
+    let s = start().await;
+    let a = s.a();
+    // A feed that is opened and never read while 1,500 writes commit.
+    let mut stalled = a.events(Some(0)).await.unwrap();
+    let writes = async {
+        for i in 0..1500 {
+            a.put(
+                &p(&format!("load/{}.md", i % 50)),
+                format!("{i}"),
+                PutOptions::default(),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), writes)
+        .await
+        .expect("writers are never blocked by a reader");
+    // The reader then gets everything, in order, from where it was.
+    for expected in 1..=1500u64 {
+        assert_eq!(next_update(&mut stalled).await.sequence.get(), expected);
+    }
+}

@@ -18,7 +18,8 @@ pub const HTTP_PATH: &str = "/mcp";
 impl McpServer {
     /// Speaks MCP over stdin and stdout until the client closes stdin.
     pub async fn serve_stdio(self) -> io::Result<()> {
-        let (stdin, stdout) = rmcp::transport::stdio();
+        // Non-blocking pipes when the host gave us pipes: no thread hand-off per message.
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
         self.serve_io(stdin, stdout).await
     }
 

@@ -2,7 +2,9 @@
 //!
 //! - the OpenWOP Python client (`openwop-client` 1.8.0 from PyPI), unmodified, in its own
 //!   virtual environment under `target/interop/venv`;
-//! - `wsp-client`, through its `interop` example.
+//! - `wsp-client`, through its `interop` example;
+//! - the official MCP Python SDK (`mcp` from PyPI, same virtual environment) against `wsp mcp`,
+//!   over stdio and streamable HTTP (`interop/mcp_client_check.py`).
 //!
 //! Each writes a JSON report to `target/conformance/client-*.json`.
 
@@ -47,7 +49,7 @@ fn python_venv(dir: &Path) -> Result<std::path::PathBuf> {
     Ok(python)
 }
 
-/// Runs both clients; fails when either reports a failed check.
+/// Runs every client; fails when any reports a failed check.
 pub(crate) fn run() -> Result<()> {
     let reports = host::report_dir()?;
     let venv = reports
@@ -86,6 +88,17 @@ pub(crate) fn run() -> Result<()> {
         .status()?;
     if !rust.success() {
         failures.push("wsp-client");
+    }
+
+    println!("== MCP Python SDK against wsp mcp (stdio, streamable HTTP)");
+    let mcp = Command::new(&python)
+        .arg(project_root().join("interop/mcp_client_check.py"))
+        .arg(host::wsp_binary()?)
+        .arg("--json")
+        .arg(reports.join("client-mcp-python.json"))
+        .status()?;
+    if !mcp.success() {
+        failures.push("mcp (Python SDK)");
     }
     if failures.is_empty() {
         Ok(())

@@ -47,7 +47,8 @@ tasks:
   check               run every generator with --check; fails when any output is stale
   conformance [ARGS]  run the conformance suite against `wsp serve` on every backend
                       (reports in target/conformance/; ARGS go to `wsp conformance`)
-  interop             drive `wsp serve` with the OpenWOP Python client 1.8.0 and wsp-client
+  interop             drive `wsp serve` with the OpenWOP Python client 1.8.0 and wsp-client,
+                      and `wsp mcp` with the MCP Python SDK (stdio and HTTP)
   interop-matrix      write INTEROP-MATRIX.md from the reports in target/conformance/
 
 --check rebuilds the output in memory and fails if the committed file differs.";

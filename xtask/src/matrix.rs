@@ -80,9 +80,10 @@ pub(crate) fn render(dir: &Path) -> Result<String> {
                 .count();
             let names: Vec<&str> = checks.iter().filter_map(|c| c["name"].as_str()).collect();
             clients.push(format!(
-                "| {} | {} | wsp serve (sqlite) | {passed} | {} | {} | {} |",
+                "| {} | {} | {} | {passed} | {} | {} | {} |",
                 r["client"].as_str().unwrap_or("?"),
                 r["clientVersion"].as_str().unwrap_or("?"),
+                r["host"].as_str().unwrap_or("wsp serve (sqlite)"),
                 checks.len() - passed,
                 date_of(&path),
                 names.join(", "),
@@ -159,6 +160,12 @@ mod tests {
                "checks":[{"name":"a","pass":true},{"name":"b","pass":false}]}"#,
         )
         .unwrap();
+        std::fs::write(
+            dir.join("client-mcp-python.json"),
+            r#"{"client":"mcp (Python SDK)","clientVersion":"2.3.0","host":"wsp mcp (stdio, http)",
+               "checks":[{"name":"a","pass":true}]}"#,
+        )
+        .unwrap();
         let text = render(&dir).unwrap();
         assert!(
             text.contains(
@@ -168,6 +175,10 @@ mod tests {
         );
         assert!(
             text.contains("| openwop-client (Python) | 1.8.0 | wsp serve (sqlite) | 1 | 1 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| mcp (Python SDK) | 2.3.0 | wsp mcp (stdio, http) | 1 | 0 |"),
             "{text}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

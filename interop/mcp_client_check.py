@@ -1,0 +1,311 @@
+"""Drive `wsp mcp` with the official MCP Python SDK, over stdio and over streamable HTTP.
+
+Usage: python mcp_client_check.py WSP_BINARY [--json REPORT]
+
+For a read-only, a write-only and a mixed mount table, and on each transport, the client lists
+the tools (the exact set is checked), calls every tool, and checks that a call the scopes refuse
+is a tool result with `isError` and the error code. It also checks that virtual files survive a
+restart (they live in the data directory's SQLite file) and the `items` profile's tool sets.
+
+Each check prints one line, `PASS <name>` or `FAIL <name>: <reason>`, and the run ends with the
+plain closing line `N passed, N failed`. The exit status is 1 when any check failed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+from importlib.metadata import version
+from pathlib import Path
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+
+# rmcp logs every JSON-RPC error it sends at WARN; the refused calls here are on purpose.
+SERVER_LOG = "warn,rmcp=error"
+
+READ_TOOLS = ["ls", "read_file", "glob", "grep"]
+EXPECTED_TOOLS = {
+    "ro": READ_TOOLS,
+    "wo": ["write_file"],
+    "mixed": READ_TOOLS + ["write_file", "edit_file", "delete_file"],
+}
+
+
+def tables(project: Path) -> dict:
+    """The three mount tables, as TOML text."""
+    ro = f'[[workspace]]\npath = "/project"\nscope = "ro"\nmount = {{ physical = "{project}" }}\n'
+    wo = '[[workspace]]\npath = "/outbox"\nscope = "wo"\nmount = { virtual = "outbox" }\n'
+    scratch = '[[workspace]]\npath = "/project/scratch"\nscope = "rw"\nmount = { virtual = "scratch" }\n'
+    return {"ro": ro, "wo": wo, "mixed": "\n".join([ro, scratch, wo])}
+
+
+class Checks:
+    def __init__(self):
+        self.results = []
+
+    def record(self, name, ok, reason=""):
+        self.results.append({"name": name, "pass": ok, **({"reason": reason} if reason else {})})
+        print(f"PASS {name}" if ok else f"FAIL {name}: {reason}", flush=True)
+
+    async def run(self, name, fn):
+        try:
+            await fn()
+            self.record(name, True)
+        except Exception as exc:  # a failed check is data, never a crash
+            self.record(name, False, f"{type(exc).__name__}: {exc}")
+
+
+def expect(cond, why):
+    if not cond:
+        raise AssertionError(why)
+
+
+def text_of(result) -> str:
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+async def call_ok(client, name, args) -> str:
+    result = await client.call_tool(name, args)
+    expect(not result.is_error, f"{name} {args} failed: {text_of(result)}")
+    return text_of(result)
+
+
+async def call_refused(client, name, args, code):
+    result = await client.call_tool(name, args)
+    expect(result.is_error, f"{name} {args} was not refused: {text_of(result)}")
+    expect(text_of(result).startswith(f"{code}: "), f"text {text_of(result)!r}, want {code}")
+    structured = result.structured_content or {}
+    expect(structured.get("error", {}).get("code") == code, f"structuredContent {structured}")
+
+
+async def exercise(client, table, project: Path, tag: str):
+    """Calls every tool the table offers; returns nothing, raises on the first surprise."""
+    host = str(project)
+    instructions = client.instructions or ""
+    expect(instructions.startswith("## Filesystem map"), f"instructions {instructions[:60]!r}")
+    expect(host not in instructions, "the instructions show a host path")
+    if table in ("ro", "mixed"):
+        listing = await call_ok(client, "ls", {"path": "/project"})
+        expect("README.md" in listing, f"ls: {listing!r}")
+        if table == "mixed":
+            expect("scratch/" in listing, f"ls does not show the nested workspace: {listing!r}")
+        read = await call_ok(client, "read_file", {"path": "/project/README.md"})
+        expect(read.startswith("     1\t# Demo"), f"read_file: {read!r}")
+        found = await call_ok(client, "glob", {"pattern": "**/*.rs", "path": "/project"})
+        expect("/project/src/main.rs" in found, f"glob: {found!r}")
+        hits = await call_ok(client, "grep", {"pattern": "fn main", "path": "/project"})
+        expect("/project/src/main.rs" in hits, f"grep: {hits!r}")
+        await call_refused(client, "read_file", {"path": "/etc/passwd"}, "permission_denied")
+        await call_refused(client, "read_file", {"path": "/project/../etc/passwd"}, "invalid_path")
+    if table == "ro":
+        try:
+            await client.call_tool("write_file", {"path": "/project/x.md", "content": "x"})
+        except MCPError as err:
+            expect("unknown tool" in err.message, f"error {err.message!r}")
+        else:
+            raise AssertionError("write_file was callable on a read-only table")
+        expect(not (project / "x.md").exists(), "a refused write reached the disk")
+    if table == "wo":
+        wrote = await call_ok(client, "write_file", {"path": f"/outbox/{tag}.md", "content": "report"})
+        expect("etag" not in wrote, f"a write-only result shows an etag: {wrote!r}")
+        await call_refused(client, "write_file", {"path": "/project/x.md", "content": "x"}, "permission_denied")
+        await call_refused(
+            client, "write_file", {"path": f"/outbox/{tag}.md", "content": "x", "if_match": "e"}, "permission_denied"
+        )
+    if table == "mixed":
+        path = f"/project/scratch/{tag}.md"
+        await call_ok(client, "write_file", {"path": path, "content": "TODO: ship\n"})
+        await call_ok(client, "edit_file", {"path": path, "old_string": "TODO", "new_string": "DONE"})
+        read = await call_ok(client, "read_file", {"path": path})
+        expect("DONE: ship" in read, f"after edit_file: {read!r}")
+        await call_ok(client, "write_file", {"path": f"/outbox/{tag}.md", "content": "report"})
+        await call_ok(client, "delete_file", {"path": path})
+        await call_refused(client, "read_file", {"path": path}, "not_found")
+        await call_refused(client, "write_file", {"path": "/project/README.md", "content": "x"}, "permission_denied")
+        await call_refused(client, "read_file", {"path": f"/outbox/{tag}.md"}, "permission_denied")
+        await call_refused(client, "edit_file", {"path": "/project/README.md", "old_string": "#", "new_string": "!"},
+                           "permission_denied")
+        expect((project / "README.md").read_text() == "# Demo\nhello\n", "a refused edit changed the disk")
+
+
+class HttpServer:
+    """`wsp mcp --http 127.0.0.1:0` as a child process; its URL from its first stdout line."""
+
+    def __init__(self, wsp, args):
+        self.proc = subprocess.Popen(
+            [wsp, "mcp", *args, "--http", "127.0.0.1:0"],
+            stdout=subprocess.PIPE,
+            stderr=sys.stderr,
+            text=True,
+            env={**os.environ, "WSP_LOG": SERVER_LOG},
+        )
+        line = self.proc.stdout.readline()
+        prefix = "wsp mcp listening on "
+        if not line.startswith(prefix):
+            self.close()
+            raise RuntimeError(f"wsp mcp --http did not start: {line!r}")
+        self.url = line[len(prefix):].strip()
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def stdio_params(wsp, args):
+    return StdioServerParameters(command=wsp, args=["mcp", *args], env={"WSP_LOG": SERVER_LOG})
+
+
+async def main() -> int:
+    args = sys.argv[1:]
+    report_path = None
+    if "--json" in args:
+        at = args.index("--json")
+        report_path = args[at + 1]
+        del args[at : at + 2]
+    wsp = args[0]
+    checks = Checks()
+    negotiated = {}
+
+    with tempfile.TemporaryDirectory(prefix="wsp-mcp-interop-") as tmp:
+        root = Path(tmp)
+        project = root / "project"
+        (project / "src").mkdir(parents=True)
+        (project / "README.md").write_text("# Demo\nhello\n")
+        (project / "src" / "main.rs").write_text('fn main() {\n    println!("hello");\n}\n')
+        data = root / "data"
+        mount_files = {}
+        for name, toml in tables(project).items():
+            mount_files[name] = root / f"{name}.toml"
+            mount_files[name].write_text(toml)
+
+        for transport in ("stdio", "http"):
+            for table in ("ro", "wo", "mixed"):
+                server_args = ["--mounts", str(mount_files[table]), "--data", str(data)]
+                http = None
+                try:
+                    if transport == "http":
+                        http = HttpServer(wsp, server_args)
+                        target = http.url
+                    else:
+                        target = stdio_params(wsp, server_args)
+                    async with Client(target) as client:
+                        negotiated[transport] = client.protocol_version
+
+                        async def list_tools(client=client, table=table):
+                            tools = (await client.list_tools()).tools
+                            names = [t.name for t in tools]
+                            expect(names == EXPECTED_TOOLS[table], f"tools {names}, want {EXPECTED_TOOLS[table]}")
+                            for t in tools:
+                                expect(t.input_schema.get("type") == "object", f"{t.name}: input schema {t.input_schema}")
+                                expect(t.annotations is not None, f"{t.name}: no annotations")
+                                expect(t.annotations.read_only_hint == (t.name in READ_TOOLS),
+                                       f"{t.name}: readOnlyHint {t.annotations.read_only_hint}")
+
+                        await checks.run(f"{transport} {table}: tools/list is exactly {', '.join(EXPECTED_TOOLS[table])}",
+                                         list_tools)
+                        await checks.run(
+                            f"{transport} {table}: every tool called; refused calls are isError with the code",
+                            lambda client=client, table=table: exercise(client, table, project, f"{transport}-{table}"),
+                        )
+                except Exception as exc:
+                    checks.record(f"{transport} {table}: connect", False, f"{type(exc).__name__}: {exc}")
+                finally:
+                    if http:
+                        http.close()
+
+        async def empty_table():
+            empty = root / "empty.toml"
+            empty.write_text("")
+            async with Client(stdio_params(wsp, ["--mounts", str(empty), "--data", str(data)])) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                expect(names == [], f"tools {names}")
+
+        await checks.run("stdio empty table: no tools", empty_table)
+
+        async def legacy_handshake(transport):
+            server_args = ["--mounts", str(mount_files["mixed"]), "--data", str(data)]
+            http = HttpServer(wsp, server_args) if transport == "http" else None
+            try:
+                target = http.url if http else stdio_params(wsp, server_args)
+                async with Client(target, mode="legacy") as client:
+                    negotiated[f"{transport} legacy"] = client.protocol_version
+                    names = [t.name for t in (await client.list_tools()).tools]
+                    expect(names == EXPECTED_TOOLS["mixed"], f"tools {names}")
+                    with warnings.catch_warnings():
+                        # The SDK warns that ping left the protocol in 2026-07-28; this session is older.
+                        warnings.simplefilter("ignore", MCPDeprecationWarning)
+                        await client.send_ping()
+                    await exercise(client, "mixed", project, f"{transport}-legacy")
+            finally:
+                if http:
+                    http.close()
+
+        for transport in ("stdio", "http"):
+            await checks.run(
+                f"{transport} initialize handshake (mode=legacy): tools/list, ping, calls",
+                lambda transport=transport: legacy_handshake(transport),
+            )
+
+        async def restart_keeps_virtual_files():
+            server_args = ["--mounts", str(mount_files["mixed"]), "--data", str(data)]
+            async with Client(stdio_params(wsp, server_args)) as client:
+                await call_ok(client, "write_file", {"path": "/project/scratch/keep.md", "content": "kept\n"})
+            async with Client(stdio_params(wsp, server_args)) as client:
+                read = await call_ok(client, "read_file", {"path": "/project/scratch/keep.md"})
+                expect(read.startswith("     1\tkept"), f"after restart: {read!r}")
+
+        await checks.run("stdio restart: virtual files persist in the data directory", restart_keeps_virtual_files)
+
+        async def items_profile():
+            private = ["--profile", "items", "--data", str(data), "--agent", "main", "--publish-to", "cook"]
+            async with Client(stdio_params(wsp, private)) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                want = ["workspace_list", "workspace_read", "workspace_write", "workspace_delete", "workspace_publish"]
+                expect(names == want, f"private agent tools {names}")
+                await call_ok(client, "workspace_write", {"key": "recipe", "value": "soup"})
+                listed = await call_ok(client, "workspace_list", {})
+                expect("recipe" in listed, f"workspace_list: {listed!r}")
+                await call_ok(client, "workspace_publish", {"key": "recipe", "target_agent_id": "cook"})
+                await call_refused(client, "workspace_publish", {"key": "recipe", "target_agent_id": "nobody"},
+                                   "not_found")
+            shared = ["--profile", "items", "--data", str(data), "--agent", "cook", "--shared"]
+            async with Client(stdio_params(wsp, shared)) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                expect("workspace_publish" not in names, f"shared agent tools {names}")
+                read = await call_ok(client, "workspace_read", {"key": "recipe"})
+                expect("soup" in read, f"published item: {read!r}")
+
+        await checks.run("stdio items profile: tool sets, publish one way", items_profile)
+
+    passed = sum(1 for r in checks.results if r["pass"])
+    failed = len(checks.results) - passed
+    print(f"negotiated protocol versions: {negotiated}")
+    print(f"{passed} passed, {failed} failed")
+    if report_path:
+        Path(report_path).write_text(
+            json.dumps(
+                {
+                    "client": "mcp (Python SDK)",
+                    "clientVersion": version("mcp"),
+                    "host": "wsp mcp (stdio, http)",
+                    "protocolVersions": negotiated,
+                    "checks": checks.results,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(anyio.run(main))

@@ -9,6 +9,7 @@
 //! typify.
 
 mod asyncapi;
+mod bench;
 mod codegen;
 mod config_schema;
 mod conformance;
@@ -50,6 +51,9 @@ tasks:
   interop             drive `wsp serve` with the OpenWOP Python client 1.8.0 and wsp-client,
                       and `wsp mcp` with the MCP Python SDK (stdio and HTTP)
   interop-matrix      write INTEROP-MATRIX.md from the reports in target/conformance/
+  bench vfs [--iterations N]
+                      time read_file, write_file and ls over MCP stdio: `wsp mcp` against
+                      the reference filesystem server (npm), ratios against the same run
 
 --check rebuilds the output in memory and fails if the committed file differs.";
 
@@ -79,6 +83,8 @@ enum Task {
     Interop,
     /// Write INTEROP-MATRIX.md.
     Matrix,
+    /// Run a benchmark, with its arguments.
+    Bench(Vec<String>),
 }
 
 fn parse(args: &[String]) -> Result<Task> {
@@ -89,6 +95,7 @@ fn parse(args: &[String]) -> Result<Task> {
         "conformance" => return Ok(Task::Conformance(flags.to_vec())),
         "interop" if flags.is_empty() => return Ok(Task::Interop),
         "interop-matrix" if flags.is_empty() => return Ok(Task::Matrix),
+        "bench" => return Ok(Task::Bench(flags.to_vec())),
         _ => {}
     }
     let check = match flags {
@@ -118,6 +125,7 @@ fn run(args: &[String]) -> Result<()> {
         Task::Conformance(extra) => conformance::run(&extra),
         Task::Interop => interop::run(),
         Task::Matrix => matrix::run(),
+        Task::Bench(args) => bench::run(&args),
     }
 }
 
@@ -191,5 +199,6 @@ mod tests {
         check("interop", Some(Task::Interop));
         check("interop --x", None);
         check("interop-matrix", Some(Task::Matrix));
+        check("bench vfs", Some(Task::Bench(vec!["vfs".into()])));
     }
 }

@@ -1,0 +1,474 @@
+//! `cargo xtask bench vfs`: `read_file`, `write_file` and `ls` over MCP stdio, `wsp mcp` against
+//! the MCP reference filesystem server (`@modelcontextprotocol/server-filesystem` from npm),
+//! with the same client in the same run.
+//!
+//! A benchmark, not a test: it prints ops/s, p50 and p99 per operation and server, and the
+//! ratios against baselines measured in the same run (the reference server, and an MCP `ping`
+//! to the same `wsp mcp` process: the protocol round trip with no file work). It never fails
+//! on a number.
+//!
+//! The client is a minimal blocking JSON-RPC client over the child's stdin and stdout (no MCP
+//! library), so the time measured is the servers' and the pipe's, alike for both. Calls of the
+//! two servers run in interleaved blocks, so a noisy neighbour on the machine hits both.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::Result;
+use crate::project::project_root;
+
+/// The reference server, pinned so that runs compare.
+const REFERENCE_PACKAGE: &str = "@modelcontextprotocol/server-filesystem";
+const REFERENCE_VERSION: &str = "2026.8.31";
+
+/// The protocol version both servers are offered at `initialize` (one with `ping`).
+const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// Timed calls per operation and server, unless `--iterations` says otherwise.
+const DEFAULT_ITERATIONS: usize = 2000;
+/// Calls per operation and server before timing starts.
+const WARM_UP: usize = 100;
+/// Calls in one block before switching to the other server.
+const BLOCK: usize = 100;
+
+const USAGE: &str = "usage: cargo xtask bench vfs [--iterations N]   (N from 100 to 100000)";
+
+/// Runs `cargo xtask bench ARGS`.
+pub(crate) fn run(args: &[String]) -> Result<()> {
+    match args {
+        [name, rest @ ..] if name == "vfs" => vfs(parse_iterations(rest)?),
+        _ => Err(USAGE.into()),
+    }
+}
+
+fn parse_iterations(args: &[String]) -> Result<usize> {
+    match args {
+        [] => Ok(DEFAULT_ITERATIONS),
+        [flag, n] if flag == "--iterations" => match n.parse::<usize>() {
+            Ok(n) if (100..=100_000).contains(&n) => Ok(n),
+            _ => Err(USAGE.into()),
+        },
+        _ => Err(USAGE.into()),
+    }
+}
+
+/// One operation as each server names it.
+struct Op {
+    /// The label in the table (our tool's name).
+    label: &'static str,
+    /// Our request: method and params.
+    ours: fn(&Path, usize) -> (String, Value),
+    /// The reference server's request, given its root directory.
+    reference: fn(&Path, usize) -> (String, Value),
+}
+
+/// 4 KiB of text in 64 lines: a source file an agent reads and writes.
+fn content() -> String {
+    let text = "abcdefghijklmnopqrstuvwxyz0123456789_".repeat(2);
+    (0..64)
+        .map(|i| format!("{i:04} {}\n", &text[..58]))
+        .collect()
+}
+
+fn tool(name: &str, arguments: Value) -> (String, Value) {
+    (
+        "tools/call".into(),
+        json!({"name": name, "arguments": arguments}),
+    )
+}
+
+fn ops() -> Vec<Op> {
+    vec![
+        Op {
+            label: "ping",
+            ours: |_, _| ("ping".into(), json!({})),
+            reference: |_, _| ("ping".into(), json!({})),
+        },
+        Op {
+            label: "read_file",
+            ours: |_, _| tool("read_file", json!({"path": "/bench/read.md"})),
+            reference: |root, _| {
+                tool(
+                    "read_text_file",
+                    json!({"path": root.join("read.md").display().to_string()}),
+                )
+            },
+        },
+        Op {
+            label: "write_file",
+            ours: |_, i| {
+                tool(
+                    "write_file",
+                    json!({"path": format!("/bench/out/{}.md", i % 16), "content": content()}),
+                )
+            },
+            reference: |root, i| {
+                tool(
+                    "write_file",
+                    json!({"path": root.join(format!("out/{}.md", i % 16)).display().to_string(),
+                           "content": content()}),
+                )
+            },
+        },
+        Op {
+            label: "ls",
+            ours: |_, _| tool("ls", json!({"path": "/bench/list"})),
+            reference: |root, _| {
+                tool(
+                    "list_directory",
+                    json!({"path": root.join("list").display().to_string()}),
+                )
+            },
+        },
+    ]
+}
+
+/// A minimal MCP client over a child process's stdin and stdout.
+struct StdioClient {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    line: String,
+}
+
+impl Drop for StdioClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl StdioClient {
+    /// Starts `cmd` and runs the `initialize` handshake.
+    fn start(mut cmd: Command, what: &str) -> Result<Self> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {what}: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut client = Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+            line: String::new(),
+        };
+        client
+            .request(
+                "initialize",
+                &json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+                        "clientInfo": {"name": "wsp-xtask-bench", "version": env!("CARGO_PKG_VERSION")}}),
+            )
+            .map_err(|e| format!("{what}: initialize: {e}"))?;
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        Ok(client)
+    }
+
+    fn send(&mut self, message: &Value) -> Result<()> {
+        let mut text = serde_json::to_string(message)?;
+        text.push('\n');
+        self.stdin.write_all(text.as_bytes())?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    /// Sends one request and waits for its response; a tool result with `isError` is an error.
+    fn request(&mut self, method: &str, params: &Value) -> Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            self.line.clear();
+            if self.stdout.read_line(&mut self.line)? == 0 {
+                return Err(format!("the server closed stdout during {method}").into());
+            }
+            let message: Value = serde_json::from_str(&self.line)?;
+            if message.get("method").is_some() {
+                // A request or notification from the server: answer requests, skip the rest.
+                if let Some(req) = message.get("id") {
+                    self.send(&json!({"jsonrpc": "2.0", "id": req,
+                        "error": {"code": -32601, "message": "not supported by this client"}}))?;
+                }
+                continue;
+            }
+            if message["id"] != json!(id) {
+                continue;
+            }
+            if let Some(err) = message.get("error") {
+                return Err(format!("{method}: {err}").into());
+            }
+            let result = message.get("result").cloned().unwrap_or(Value::Null);
+            if result["isError"] == json!(true) {
+                return Err(format!("{method} {params}: {}", result["content"]).into());
+            }
+            return Ok(result);
+        }
+    }
+}
+
+/// One timed round trip.
+fn call(client: &mut StdioClient, (method, params): (String, Value)) -> Result<Duration> {
+    let start = Instant::now();
+    client.request(&method, &params)?;
+    Ok(start.elapsed())
+}
+
+/// Percentiles and throughput of one operation on one server.
+struct Stats {
+    ops_per_sec: f64,
+    p50_us: f64,
+    p99_us: f64,
+}
+
+fn stats(samples: &mut [Duration]) -> Stats {
+    samples.sort();
+    let total: f64 = samples.iter().map(Duration::as_secs_f64).sum();
+    let at = |q: f64| {
+        let i = ((samples.len() - 1) as f64 * q).round() as usize;
+        samples[i].as_secs_f64() * 1e6
+    };
+    Stats {
+        ops_per_sec: samples.len() as f64 / total,
+        p50_us: at(0.50),
+        p99_us: at(0.99),
+    }
+}
+
+/// A fresh directory tree the servers work in; removed on drop.
+struct Workdir(PathBuf);
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The same files for each server: `read.md`, `list/` with 100 files, an empty `out/`.
+fn populate(root: &Path) -> Result<()> {
+    std::fs::create_dir_all(root.join("list"))?;
+    std::fs::create_dir_all(root.join("out"))?;
+    std::fs::write(root.join("read.md"), content())?;
+    for i in 0..100 {
+        std::fs::write(root.join(format!("list/file-{i:03}.md")), "x\n")?;
+    }
+    Ok(())
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| project_root().join("target"), PathBuf::from)
+}
+
+/// Builds `wsp` with the release profile (a benchmark of a debug build measures the wrong thing).
+fn release_wsp() -> Result<PathBuf> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "wsp-cli",
+            "--bin",
+            "wsp",
+        ])
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo build: {e}"))?;
+    if !status.success() {
+        return Err("cargo build --release -p wsp-cli failed".into());
+    }
+    Ok(target_dir()
+        .join("release")
+        .join(format!("wsp{}", std::env::consts::EXE_SUFFIX)))
+}
+
+/// Installs the pinned reference server under `target/bench/node_modules` (once) and returns
+/// its entry point.
+fn reference_server() -> Result<PathBuf> {
+    let prefix = target_dir().join("bench");
+    let package = prefix.join("node_modules").join(REFERENCE_PACKAGE);
+    let installed = std::fs::read_to_string(package.join("package.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|p| p["version"] == REFERENCE_VERSION);
+    if !installed {
+        std::fs::create_dir_all(&prefix)?;
+        let status = Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+            ])
+            .arg(&prefix)
+            .arg(format!("{REFERENCE_PACKAGE}@{REFERENCE_VERSION}"))
+            .status()
+            .map_err(|e| format!("cannot run npm (needs Node.js): {e}"))?;
+        if !status.success() {
+            return Err(
+                format!("npm install {REFERENCE_PACKAGE}@{REFERENCE_VERSION} failed").into(),
+            );
+        }
+    }
+    Ok(package.join("dist").join("index.js"))
+}
+
+fn vfs(iterations: usize) -> Result<()> {
+    let wsp = release_wsp()?;
+    let node_server = reference_server()?;
+    let work = Workdir(std::env::temp_dir().join(format!("wsp-bench-vfs-{}", std::process::id())));
+    let ours_root = work.0.join("ours");
+    let ref_root = work.0.join("reference");
+    populate(&ours_root)?;
+    populate(&ref_root)?;
+    let mounts = work.0.join("mounts.toml");
+    std::fs::write(
+        &mounts,
+        format!(
+            "[[workspace]]\npath = \"/bench\"\nscope = \"rw\"\nmount = {{ physical = {:?} }}\n",
+            ours_root.display().to_string()
+        ),
+    )?;
+
+    let mut cmd = Command::new(&wsp);
+    cmd.arg("mcp")
+        .arg("--mounts")
+        .arg(&mounts)
+        .arg("--data")
+        .arg(work.0.join("data"))
+        .env("WSP_LOG", "warn")
+        .stderr(Stdio::inherit());
+    let mut ours = StdioClient::start(cmd, "wsp mcp")?;
+    let mut cmd = Command::new("node");
+    cmd.arg(&node_server).arg(&ref_root).stderr(Stdio::null());
+    let mut reference = StdioClient::start(cmd, "the reference server")?;
+
+    let ops = ops();
+    let mut samples: Vec<[Vec<Duration>; 2]> = ops
+        .iter()
+        .map(|_| {
+            [
+                Vec::with_capacity(iterations),
+                Vec::with_capacity(iterations),
+            ]
+        })
+        .collect();
+    let mut counter = 0usize;
+    for op in &ops {
+        for i in 0..WARM_UP {
+            call(&mut ours, (op.ours)(&ours_root, i))?;
+            call(&mut reference, (op.reference)(&ref_root, i))?;
+        }
+    }
+    println!(
+        "bench vfs: {iterations} timed calls per operation and server (after {WARM_UP} warm-up), \
+         one client, MCP stdio, blocks of {BLOCK} alternating between the servers\n"
+    );
+    while samples[0][0].len() < iterations {
+        for (op, s) in ops.iter().zip(samples.iter_mut()) {
+            let n = BLOCK.min(iterations - s[0].len());
+            for _ in 0..n {
+                counter += 1;
+                s[0].push(call(&mut ours, (op.ours)(&ours_root, counter))?);
+            }
+            for _ in 0..n {
+                counter += 1;
+                s[1].push(call(&mut reference, (op.reference)(&ref_root, counter))?);
+            }
+        }
+    }
+    drop(ours);
+    drop(reference);
+
+    let results: Vec<[Stats; 2]> = samples
+        .iter_mut()
+        .map(|[a, b]| [stats(a), stats(b)])
+        .collect();
+    let servers = [
+        "wsp mcp".to_owned(),
+        format!("server-filesystem {REFERENCE_VERSION} (node)"),
+    ];
+    println!(
+        "{:<38} {:<12} {:>10} {:>10} {:>10}",
+        "server", "operation", "ops/s", "p50 µs", "p99 µs"
+    );
+    for (s, server) in servers.iter().enumerate() {
+        for (op, r) in ops.iter().zip(&results) {
+            let r = &r[s];
+            println!(
+                "{:<38} {:<12} {:>10.0} {:>10.1} {:>10.1}",
+                server, op.label, r.ops_per_sec, r.p50_us, r.p99_us
+            );
+        }
+    }
+    let ping = &results[0];
+    println!(
+        "\nratios (this run)          wsp/reference ops/s   wsp p50 / wsp ping p50   reference p50 / its ping p50"
+    );
+    for (op, r) in ops.iter().zip(&results).skip(1) {
+        println!(
+            "{:<26} {:>20.2}x {:>23.2}x {:>29.2}x",
+            op.label,
+            r[0].ops_per_sec / r[1].ops_per_sec,
+            r[0].p50_us / ping[0].p50_us,
+            r[1].p50_us / ping[1].p50_us,
+        );
+    }
+    let write = &results[2];
+    let worst = results[1..]
+        .iter()
+        .map(|r| r[0].p50_us / ping[0].p50_us)
+        .fold(0.0, f64::max);
+    println!(
+        "\ntargets: per-call p50 within 1.20x of ping: {} (worst {worst:.2}x); \
+         write_file at least 3x the reference's ops/s: {} ({:.2}x)",
+        if worst <= 1.2 { "met" } else { "not met" },
+        if write[0].ops_per_sec >= 3.0 * write[1].ops_per_sec {
+            "met"
+        } else {
+            "not met"
+        },
+        write[0].ops_per_sec / write[1].ops_per_sec,
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_iteration_count() {
+        let args = |s: &str| -> Vec<String> { s.split_whitespace().map(str::to_owned).collect() };
+        assert_eq!(parse_iterations(&args("")).unwrap(), DEFAULT_ITERATIONS);
+        assert_eq!(parse_iterations(&args("--iterations 500")).unwrap(), 500);
+        assert!(parse_iterations(&args("--iterations 5")).is_err());
+        assert!(parse_iterations(&args("--iterations x")).is_err());
+        assert!(parse_iterations(&args("--fast")).is_err());
+        assert!(run(&args("nothing")).is_err());
+    }
+
+    #[test]
+    fn percentiles_and_throughput() {
+        let mut samples: Vec<Duration> = (1..=100).rev().map(Duration::from_micros).collect();
+        let s = stats(&mut samples);
+        assert_eq!(s.p50_us, 51.0);
+        assert_eq!(s.p99_us, 99.0);
+        assert!((s.ops_per_sec - 100.0 / 0.00505).abs() < 1e-6);
+    }
+
+    #[test]
+    fn both_servers_get_the_same_content() {
+        let text = content();
+        assert_eq!(text.lines().count(), 64);
+        assert_eq!(text.len(), 64 * 64);
+    }
+}

@@ -35,13 +35,37 @@ const WARM_UP: usize = 100;
 /// Calls in one block before switching to the other server.
 const BLOCK: usize = 100;
 
-const USAGE: &str = "usage: cargo xtask bench vfs [--iterations N]   (N from 100 to 100000)";
+const USAGE: &str = "usage: cargo xtask bench vfs [--iterations N]   (N from 100 to 100000)
+       cargo xtask bench snapshot                (snapshot cost at 10, 1,000 and 100,000 files)";
 
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(args: &[String]) -> Result<()> {
     match args {
         [name, rest @ ..] if name == "vfs" => vfs(parse_iterations(rest)?),
+        [name] if name == "snapshot" => snapshot(),
         _ => Err(USAGE.into()),
+    }
+}
+
+/// `cargo xtask bench snapshot`: the `snapshot` program of `wsp-bench`, in release mode.
+fn snapshot() -> Result<()> {
+    let status =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "run",
+                "--release",
+                "--quiet",
+                "-p",
+                "wsp-bench",
+                "--bin",
+                "snapshot",
+            ])
+            .current_dir(crate::project::project_root())
+            .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the snapshot benchmark failed ({status})").into())
     }
 }
 

@@ -54,6 +54,7 @@ tasks:
   bench vfs [--iterations N]
                       time read_file, write_file and ls over MCP stdio: `wsp mcp` against
                       the reference filesystem server (npm), ratios against the same run
+  bench snapshot      snapshot creation cost at 10, 1,000 and 100,000 files (SQLite and memory)
 
 --check rebuilds the output in memory and fails if the committed file differs.";
 

@@ -8,6 +8,7 @@ mod config;
 mod context;
 mod files;
 mod keys;
+mod lifecycle;
 mod mcp;
 mod serve;
 

@@ -61,7 +61,7 @@ pub struct McpArgs {
 
 /// Runs the server until stdin closes (stdio) or until Ctrl-C or SIGTERM (HTTP).
 pub async fn run(args: McpArgs) -> Result<(), CliError> {
-    init_logging();
+    crate::lifecycle::init_logging(false);
     let server = match args.profile {
         ProfileKind::Files => files_server(&args)?,
         ProfileKind::Items => items_server(&args)?,
@@ -89,7 +89,7 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
             // Not the MCP channel in HTTP mode: the address is for whoever started us.
             println!("wsp mcp listening on http://{local}{}", wsp_mcp::HTTP_PATH);
             server
-                .serve_http(listener, shutdown_signal())
+                .serve_http(listener, crate::lifecycle::shutdown_signal())
                 .await
                 .map_err(|e| CliError(e.to_string()))
         }
@@ -171,38 +171,6 @@ fn one_line(message: &str) -> String {
         .filter(|l| !l.is_empty() && l.chars().any(char::is_alphanumeric))
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("WSP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutting down");
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 use wsp_server::{AppState, KeyAuthenticator, ServerConfig};
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
-use wsp_store::{Limits, MemoryStore, WorkspaceStore};
+use wsp_store::{IdempotencyRecords, Limits, MemoryIdempotency, MemoryStore, WorkspaceStore};
 use wsp_store_postgres::{PgOptions, PgStore};
 use wsp_store_sqlite::SqliteStore;
 use wsp_store_sqlite::approvals::SqliteApprovals;
@@ -136,24 +136,36 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         ))
     };
     std::fs::create_dir_all(&args.data).map_err(|e| data_dir_error(&e))?;
-    let (store, registry): (Arc<dyn WorkspaceStore>, Arc<dyn KeyRegistry>) = match &args.store {
+    // Idempotency-Key records live with the data: in PostgreSQL, shared by the replicas; in
+    // the SQLite file, surviving a restart; in memory with the memory store.
+    let (store, registry, idempotency): (
+        Arc<dyn WorkspaceStore>,
+        Arc<dyn KeyRegistry>,
+        Arc<dyn IdempotencyRecords>,
+    ) = match &args.store {
         StoreKind::Postgres(url) => {
             let pg = PgStore::connect(url, limits, args.pg.options())
                 .await
                 .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
             let keys = pg.key_registry();
-            (Arc::new(pg), Arc::new(keys))
+            let records = pg.idempotency_records();
+            (Arc::new(pg), Arc::new(keys), Arc::new(records))
         }
         kind => {
             let keys =
                 SqliteKeyRegistry::open(&key_file(&args.data)).map_err(|e| data_dir_error(&e))?;
-            let store: Arc<dyn WorkspaceStore> = if *kind == StoreKind::Memory {
-                Arc::new(MemoryStore::new(limits))
+            let store: Arc<dyn WorkspaceStore>;
+            let records: Arc<dyn IdempotencyRecords>;
+            if *kind == StoreKind::Memory {
+                store = Arc::new(MemoryStore::new(limits));
+                records = Arc::new(MemoryIdempotency::default());
             } else {
                 let file = args.data.join("wsp.sqlite3");
-                Arc::new(SqliteStore::open(&file, limits).map_err(|e| data_dir_error(&e))?)
-            };
-            (store, Arc::new(keys))
+                let sqlite = SqliteStore::open(&file, limits).map_err(|e| data_dir_error(&e))?;
+                records = Arc::new(sqlite.idempotency_records());
+                store = Arc::new(sqlite);
+            }
+            (store, Arc::new(keys), records)
         }
     };
     let first_key = first_start_key(&*registry).await?;
@@ -171,7 +183,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         Arc::new(KeyAuthenticator::new(registry)),
         Arc::new(file_config.secrets()?),
         config,
-    );
+    )
+    .with_idempotency(idempotency);
     // [agents]: the inventory, agent principals and publishing; approvals made with
     // `wsp agents approve` live in the data directory and count at once.
     let state = match file_config.agents() {

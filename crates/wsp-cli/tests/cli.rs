@@ -457,3 +457,51 @@ fn runs_survive_a_restart_on_sqlite() {
         );
     });
 }
+
+/// PUTs `content` to `doc.md` with `Idempotency-Key: key`: (status, replayed?, body).
+async fn keyed_put(url: &str, api_key: &str, key: &str, content: &str) -> (u16, bool, String) {
+    let resp = reqwest::Client::new()
+        .put(format!("{url}/v1/host/workspace/files/doc.md"))
+        .bearer_auth(api_key)
+        .header("idempotency-key", key)
+        .json(&serde_json::json!({ "content": content }))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let replayed = resp
+        .headers()
+        .get("idempotent-replayed")
+        .is_some_and(|v| v == "true");
+    (status, replayed, resp.text().await.unwrap())
+}
+
+#[test]
+fn idempotency_replays_survive_a_restart_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let key = server.first_key.clone().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let first = runtime.block_on(keyed_put(&server.url, &key, "k-restart", "once"));
+    assert_eq!((first.0, first.1), (200, false), "{}", first.2);
+    drop(server);
+    let again = serve(dir.path(), &[]);
+    runtime.block_on(async {
+        let replay = keyed_put(&again.url, &key, "k-restart", "once").await;
+        assert_eq!(replay, (first.0, true, first.2.clone()));
+        // Same key, another request: refused, as before the restart.
+        let (status, _, body) = keyed_put(&again.url, &key, "k-restart", "twice").await;
+        assert_eq!(status, 409);
+        assert!(body.contains("idempotency_key_mismatch"), "{body}");
+        // The write happened once.
+        let c = wsp_client::Client::new(&again.url).unwrap().with_key(key);
+        let live = c
+            .get(&wsp_types::WorkspacePath::parse("doc.md").unwrap(), None)
+            .await
+            .unwrap();
+        assert_eq!((live.version.get(), live.content.as_str()), (1, "once"));
+    });
+}

@@ -267,3 +267,63 @@ async fn three_replicas_share_one_database() {
     drop(replicas);
     drop_schema(&db, &schema).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_used_on_one_replica_replays_on_another() {
+    let Some(db) = database_url() else { return };
+    let schema = random_schema();
+    let out = Command::new(WSP)
+        .args(["keys", "create", "--store", &db, "--pg-schema", &schema])
+        .args(["--tenant", "t", "--workspace", "w"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let replicas: Vec<Replica> = (0..2).map(|_| replica(&db, &schema)).collect();
+    let put = |url: &str, content: &str| {
+        reqwest::Client::new()
+            .put(format!("{url}/v1/host/workspace/files/idem.md"))
+            .bearer_auth(&key)
+            .header("idempotency-key", "k-replicas")
+            .json(&serde_json::json!({ "content": content }))
+            .send()
+    };
+    let first = put(&replicas[0].url, "once").await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert!(first.headers().get("idempotent-replayed").is_none());
+    let first_body = first.text().await.unwrap();
+
+    let replay = put(&replicas[1].url, "once").await.unwrap();
+    assert_eq!(replay.status(), 200);
+    assert_eq!(replay.headers()["idempotent-replayed"], "true");
+    assert_eq!(replay.text().await.unwrap(), first_body);
+
+    let other = put(&replicas[1].url, "twice").await.unwrap();
+    assert_eq!(other.status(), 409);
+    assert!(
+        other
+            .text()
+            .await
+            .unwrap()
+            .contains("idempotency_key_mismatch")
+    );
+    // Written once, whichever replica is asked.
+    let live = Client::new(&replicas[1].url)
+        .unwrap()
+        .with_key(key.clone())
+        .get(&p("idem.md"), None)
+        .await
+        .unwrap();
+    assert_eq!((live.version.get(), live.content.as_str()), (1, "once"));
+    drop(replicas);
+    drop_schema(&db, &schema).await;
+}

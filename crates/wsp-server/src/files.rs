@@ -14,7 +14,7 @@ use wsp_types::{ErrorCode, LimitKind, Owner, Scope, WorkspacePath};
 
 use crate::auth::{Caller, authenticate};
 use crate::error::ApiError;
-use crate::idempotency::{Begin, CachedResponse, fingerprint, validate_key};
+use crate::idempotency::{Begin, fingerprint, validate_key};
 use crate::request::{
     precondition, prefix_param, query_params, require_json, version_param, workspace_path,
 };
@@ -343,13 +343,10 @@ pub(crate) async fn idempotent(
         return run.await;
     };
     let key = validate_key(raw_key)?;
-    let claim = match state
-        .inner
-        .idempotency
-        .begin(owner, key, fingerprint())
+    let claim = match crate::idempotency::begin(&state.inner.idempotency, owner, key, fingerprint())
         .await?
     {
-        Begin::Replay(cached) => return Ok(cached.replay()),
+        Begin::Replay(stored) => return Ok(crate::idempotency::replay(&stored)),
         Begin::Run(claim) => claim,
     };
     let response = run.await.unwrap_or_else(IntoResponse::into_response);
@@ -362,8 +359,12 @@ pub(crate) async fn idempotent(
         .into_iter()
         .filter_map(|h| parts.headers.get(&h).map(|v| (h, v.clone())))
         .collect();
-    let cached = CachedResponse::new(parts.status, headers, body.clone());
-    claim.finish((!parts.status.is_server_error()).then(|| cached.clone()));
+    // 5xx and 400/401/403 are never recorded (WIRE §3): a retry runs again.
+    let replayable =
+        !(parts.status.is_server_error() || matches!(parts.status.as_u16(), 400 | 401 | 403));
+    claim
+        .finish(replayable.then(|| crate::idempotency::record(parts.status, &headers, &body)))
+        .await;
     Ok(Response::from_parts(parts, Body::from(body)))
 }
 

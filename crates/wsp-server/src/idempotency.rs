@@ -1,88 +1,52 @@
 //! `Idempotency-Key`: a retried mutation replays its first outcome instead of running twice.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
-use tokio::sync::watch;
+use wsp_store::idempotency::{Claim as StoreClaim, IdempotencyRecords, StoredResponse};
 use wsp_types::{ErrorCode, Owner};
 
 use crate::error::ApiError;
 
-const SHARDS: usize = 16;
+/// How long a request waits for an identical one in progress (maybe on another replica).
+const WAIT_BOUND: Duration = Duration::from_secs(10);
 
-/// A response kept for replay.
-#[derive(Debug, Clone)]
-pub struct CachedResponse {
+/// Rebuilds a recorded response, marked as a replay.
+pub fn replay(stored: &StoredResponse) -> Response {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let mut resp = (status, Bytes::from(stored.body.clone())).into_response();
+    for (k, v) in &stored.headers {
+        if let (Ok(k), Ok(v)) = (
+            HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            resp.headers_mut().insert(k, v);
+        }
+    }
+    resp.headers_mut().insert(
+        HeaderName::from_static("idempotent-replayed"),
+        HeaderValue::from_static("true"),
+    );
+    resp
+}
+
+/// Captures a buffered response for replay.
+pub fn record(
     status: StatusCode,
-    headers: Vec<(HeaderName, HeaderValue)>,
-    body: Bytes,
-}
-
-impl CachedResponse {
-    /// Captures a buffered response.
-    pub fn new(status: StatusCode, headers: Vec<(HeaderName, HeaderValue)>, body: Bytes) -> Self {
-        Self {
-            status,
-            headers,
-            body,
-        }
-    }
-
-    /// Rebuilds the response, marked as a replay.
-    pub fn replay(&self) -> Response {
-        let mut resp = (self.status, self.body.clone()).into_response();
-        for (k, v) in &self.headers {
-            resp.headers_mut().insert(k.clone(), v.clone());
-        }
-        resp.headers_mut().insert(
-            HeaderName::from_static("idempotent-replayed"),
-            HeaderValue::from_static("true"),
-        );
-        resp
-    }
-}
-
-enum Entry {
-    InFlight {
-        fingerprint: [u8; 32],
-        done: watch::Receiver<Option<Arc<CachedResponse>>>,
-    },
-    Done {
-        fingerprint: [u8; 32],
-        response: Arc<CachedResponse>,
-        at: Instant,
-    },
-}
-
-type Shard = Mutex<HashMap<(Owner, String), Entry>>;
-
-/// Per-owner idempotency records, kept in memory for a time to live.
-///
-/// Sharded so that unrelated keys never wait on one lock; locks are never held across `.await`.
-pub struct IdempotencyCache {
-    shards: Vec<Shard>,
-    hasher: RandomState,
-    ttl: Duration,
-}
-
-impl std::fmt::Debug for IdempotencyCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IdempotencyCache")
-            .field("ttl", &self.ttl)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for IdempotencyCache {
-    /// Records kept for 24 hours.
-    fn default() -> Self {
-        Self::new(Duration::from_secs(24 * 3600))
+    headers: &[(HeaderName, HeaderValue)],
+    body: &[u8],
+) -> StoredResponse {
+    StoredResponse {
+        status: status.as_u16(),
+        headers: headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect(),
+        body: body.to_vec(),
     }
 }
 
@@ -91,55 +55,104 @@ pub enum Begin {
     /// First sight: run it, then [`Claim::finish`].
     Run(Claim),
     /// Seen with the same request: answer with this.
-    Replay(Arc<CachedResponse>),
+    Replay(StoredResponse),
 }
 
-/// The right to run a request first; dropping it unfinished lets a retry run again.
+/// The right to run a request first; dropping it unfinished frees the key so a retry runs.
 pub struct Claim {
-    cache: Arc<IdempotencyCache>,
-    slot: (Owner, String),
+    records: Arc<dyn IdempotencyRecords>,
+    owner: Owner,
+    key: String,
     fingerprint: [u8; 32],
-    done: Option<watch::Sender<Option<Arc<CachedResponse>>>>,
+    armed: bool,
 }
 
 impl Claim {
-    /// Records the outcome for replay (`None`: not cacheable, e.g. a 5xx; a retry runs again).
-    pub fn finish(mut self, response: Option<CachedResponse>) {
-        let done = self.done.take();
-        let shard = self.cache.shard(&self.slot);
-        let mut map = shard.lock().unwrap_or_else(|e| e.into_inner());
-        match response.map(Arc::new) {
-            Some(response) => {
-                map.insert(
-                    self.slot.clone(),
-                    Entry::Done {
-                        fingerprint: self.fingerprint,
-                        response: response.clone(),
-                        at: Instant::now(),
-                    },
-                );
-                drop(map);
-                if let Some(tx) = done {
-                    let _ = tx.send(Some(response));
-                }
-            }
-            None => {
-                map.remove(&self.slot);
-            }
+    /// Records the outcome for replay (`None`: not replayable, e.g. a 5xx; a retry runs again).
+    pub async fn finish(mut self, response: Option<StoredResponse>) {
+        let (owner, key, fp) = (&self.owner, self.key.as_str(), &self.fingerprint);
+        let done = match &response {
+            Some(r) => self.records.complete(owner, key, fp, r).await,
+            None => self.records.abandon(owner, key, fp).await,
+        };
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "recording an idempotency outcome failed");
+            // Free the key rather than leave it claimed until its lease ends.
+            let _ = self.records.abandon(owner, key, fp).await;
         }
+        self.armed = false;
     }
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        if self.done.is_some() {
-            // Unfinished (the request failed or was cancelled): forget it so a retry can run.
-            let shard = self.cache.shard(&self.slot);
-            shard
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&self.slot);
+        if !self.armed {
+            return;
         }
+        // Unfinished (the request failed or was cancelled): free the key so a retry can run.
+        let (records, owner, key, fp) = (
+            self.records.clone(),
+            self.owner.clone(),
+            std::mem::take(&mut self.key),
+            self.fingerprint,
+        );
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = records.abandon(&owner, &key, &fp).await;
+            });
+        }
+    }
+}
+
+/// Claims `key` for `owner`, waits (polling, up to [`WAIT_BOUND`]) for an identical request in
+/// progress, or refuses a reuse of the key for a different request (409
+/// `idempotency_key_mismatch`). Still in progress after the bound: 503 `service_unavailable`.
+pub async fn begin(
+    records: &Arc<dyn IdempotencyRecords>,
+    owner: &Owner,
+    key: String,
+    fingerprint: [u8; 32],
+) -> Result<Begin, ApiError> {
+    begin_within(records, owner, key, fingerprint, WAIT_BOUND).await
+}
+
+/// [`begin`], waiting at most `bound` for a request in progress.
+async fn begin_within(
+    records: &Arc<dyn IdempotencyRecords>,
+    owner: &Owner,
+    key: String,
+    fingerprint: [u8; 32],
+    bound: Duration,
+) -> Result<Begin, ApiError> {
+    let deadline = tokio::time::Instant::now() + bound;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match records
+            .claim(owner, &key, &fingerprint)
+            .await
+            .map_err(|e| ApiError::from_store(e, ""))?
+        {
+            StoreClaim::Claimed => {
+                return Ok(Begin::Run(Claim {
+                    records: records.clone(),
+                    owner: owner.clone(),
+                    key,
+                    fingerprint,
+                    armed: true,
+                }));
+            }
+            StoreClaim::Replay(r) => return Ok(Begin::Replay(r)),
+            StoreClaim::Mismatch => return Err(mismatch()),
+            StoreClaim::InProgress => {}
+        }
+        if tokio::time::Instant::now() + pause > deadline {
+            return Err(ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                "an identical request with this Idempotency-Key is still in progress; retry",
+            ));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(200));
     }
 }
 
@@ -165,80 +178,6 @@ pub fn validate_key(raw: &HeaderValue) -> Result<String, ApiError> {
     Ok(s.to_owned())
 }
 
-impl IdempotencyCache {
-    /// A cache whose records live for `ttl`.
-    pub fn new(ttl: Duration) -> Self {
-        Self {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            hasher: RandomState::new(),
-            ttl,
-        }
-    }
-
-    fn shard(&self, slot: &(Owner, String)) -> &Shard {
-        &self.shards[self.hasher.hash_one(slot) as usize % SHARDS]
-    }
-
-    /// Claims `key` for `owner`, waits for an identical request in flight, or refuses a reuse
-    /// of the key for a different request (409 `idempotency_key_mismatch`).
-    pub async fn begin(
-        self: &Arc<Self>,
-        owner: &Owner,
-        key: String,
-        fingerprint: [u8; 32],
-    ) -> Result<Begin, ApiError> {
-        let slot = (owner.clone(), key);
-        loop {
-            let mut wait = {
-                let mut map = self.shard(&slot).lock().unwrap_or_else(|e| e.into_inner());
-                if map.len() > 4096 {
-                    let ttl = self.ttl;
-                    map.retain(|_, e| !matches!(e, Entry::Done { at, .. } if at.elapsed() > ttl));
-                }
-                match map.get(&slot) {
-                    Some(Entry::Done {
-                        fingerprint: fp,
-                        response,
-                        at,
-                    }) if at.elapsed() <= self.ttl => {
-                        if *fp != fingerprint {
-                            return Err(mismatch());
-                        }
-                        return Ok(Begin::Replay(response.clone()));
-                    }
-                    Some(Entry::InFlight {
-                        fingerprint: fp,
-                        done,
-                    }) => {
-                        if *fp != fingerprint {
-                            return Err(mismatch());
-                        }
-                        done.clone()
-                    }
-                    _ => {
-                        let (tx, rx) = watch::channel(None);
-                        map.insert(
-                            slot.clone(),
-                            Entry::InFlight {
-                                fingerprint,
-                                done: rx,
-                            },
-                        );
-                        return Ok(Begin::Run(Claim {
-                            cache: self.clone(),
-                            slot,
-                            fingerprint,
-                            done: Some(tx),
-                        }));
-                    }
-                }
-            };
-            // An identical request is running: wait for its outcome, then look again.
-            let _ = wait.wait_for(Option::is_some).await;
-        }
-    }
-}
-
 fn mismatch() -> ApiError {
     ApiError::new(
         ErrorCode::IdempotencyKeyMismatch,
@@ -249,62 +188,76 @@ fn mismatch() -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wsp_store::MemoryIdempotency;
 
-    fn resp(body: &'static str) -> CachedResponse {
-        CachedResponse::new(StatusCode::OK, vec![], Bytes::from_static(body.as_bytes()))
+    fn resp(body: &'static str) -> StoredResponse {
+        record(StatusCode::OK, &[], body.as_bytes())
     }
 
     #[tokio::test]
     async fn replay_mismatch_and_retry_after_failure() {
-        let cache = Arc::new(IdempotencyCache::default());
+        let records: Arc<dyn IdempotencyRecords> = Arc::new(MemoryIdempotency::default());
         let owner = Owner::parse("t", "w").unwrap();
         let other = Owner::parse("t2", "w").unwrap();
         let fp1 = fingerprint(&[b"one"]);
         let fp2 = fingerprint(&[b"two"]);
-        let Begin::Run(claim) = cache.begin(&owner, "k".into(), fp1).await.unwrap() else {
+        let Begin::Run(claim) = begin(&records, &owner, "k".into(), fp1).await.unwrap() else {
             panic!("first use runs")
         };
         // Same key, different request while in flight: mismatch.
-        assert!(cache.begin(&owner, "k".into(), fp2).await.is_err());
+        assert!(begin(&records, &owner, "k".into(), fp2).await.is_err());
         // Another owner's identical key is unrelated.
         assert!(matches!(
-            cache.begin(&other, "k".into(), fp2).await.unwrap(),
+            begin(&records, &other, "k".into(), fp2).await.unwrap(),
             Begin::Run(_)
         ));
-        claim.finish(Some(resp("first")));
-        let Begin::Replay(r) = cache.begin(&owner, "k".into(), fp1).await.unwrap() else {
+        claim.finish(Some(resp("first"))).await;
+        let Begin::Replay(r) = begin(&records, &owner, "k".into(), fp1).await.unwrap() else {
             panic!("second use replays")
         };
-        assert_eq!(r.body, "first");
-        assert!(cache.begin(&owner, "k".into(), fp2).await.is_err());
+        assert_eq!(r.body, b"first");
+        assert!(begin(&records, &owner, "k".into(), fp2).await.is_err());
         // A claim dropped unfinished lets the retry run.
-        let Begin::Run(c) = cache.begin(&owner, "k2".into(), fp1).await.unwrap() else {
+        let Begin::Run(c) = begin(&records, &owner, "k2".into(), fp1).await.unwrap() else {
             panic!()
         };
         drop(c);
         assert!(matches!(
-            cache.begin(&owner, "k2".into(), fp1).await.unwrap(),
+            begin(&records, &owner, "k2".into(), fp1).await.unwrap(),
             Begin::Run(_)
         ));
     }
 
     #[tokio::test]
     async fn a_waiter_gets_the_first_outcome() {
-        let cache = Arc::new(IdempotencyCache::default());
+        let records: Arc<dyn IdempotencyRecords> = Arc::new(MemoryIdempotency::default());
         let owner = Owner::parse("t", "w").unwrap();
         let fp = fingerprint(&[b"x"]);
-        let Begin::Run(claim) = cache.begin(&owner, "k".into(), fp).await.unwrap() else {
+        let Begin::Run(claim) = begin(&records, &owner, "k".into(), fp).await.unwrap() else {
             panic!()
         };
         let waiter = {
-            let (cache, owner) = (cache.clone(), owner.clone());
-            tokio::spawn(async move { cache.begin(&owner, "k".into(), fp).await })
+            let (records, owner) = (records.clone(), owner.clone());
+            tokio::spawn(async move { begin(&records, &owner, "k".into(), fp).await })
         };
-        tokio::task::yield_now().await;
-        claim.finish(Some(resp("done")));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        claim.finish(Some(resp("done"))).await;
         match waiter.await.unwrap().unwrap() {
-            Begin::Replay(r) => assert_eq!(r.body, "done"),
+            Begin::Replay(r) => assert_eq!(r.body, b"done"),
             Begin::Run(_) => panic!("the waiter must replay"),
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_stuck_in_progress_answers_503_after_the_bound() {
+        let records: Arc<dyn IdempotencyRecords> = Arc::new(MemoryIdempotency::default());
+        let owner = Owner::parse("t", "w").unwrap();
+        let fp = fingerprint(&[b"x"]);
+        let _held = begin(&records, &owner, "k".into(), fp).await.unwrap();
+        let err = begin_within(&records, &owner, "k".into(), fp, Duration::from_millis(100))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(err.envelope().error, "service_unavailable");
     }
 }

@@ -56,8 +56,8 @@ pub use agent_config::{
 pub use agents::{AgentRegistry, RegisteredAgent};
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
 pub use error::ApiError;
-pub use idempotency::IdempotencyCache;
 pub use secrets::{SecretSource, TenantSecrets};
+pub use wsp_store::idempotency::{IdempotencyRecords, MemoryIdempotency};
 
 /// Settings of one server.
 #[derive(Debug, Clone)]
@@ -91,7 +91,7 @@ struct Inner {
     store: Arc<dyn WorkspaceStore>,
     auth: Arc<dyn Authenticator>,
     secrets: Arc<dyn SecretSource>,
-    idempotency: Arc<IdempotencyCache>,
+    idempotency: Arc<dyn IdempotencyRecords>,
     config: ServerConfig,
     discovery: bytes::Bytes,
     max_body_bytes: usize,
@@ -142,7 +142,43 @@ impl AppState {
                 store,
                 auth,
                 secrets,
-                idempotency: Arc::new(IdempotencyCache::default()),
+                idempotency: Arc::new(MemoryIdempotency::default()),
+                config,
+                discovery,
+                max_body_bytes,
+                agents,
+            }),
+        }
+    }
+
+    /// The same state with `Idempotency-Key` records kept in `records` (default: in process
+    /// memory, [`MemoryIdempotency`]). Replicas sharing a database should share its records.
+    pub fn with_idempotency(self, records: Arc<dyn IdempotencyRecords>) -> Self {
+        let Inner {
+            store,
+            auth,
+            secrets,
+            idempotency: _,
+            config,
+            discovery,
+            max_body_bytes,
+            agents,
+        } = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
+            store: shared.store.clone(),
+            auth: shared.auth.clone(),
+            secrets: shared.secrets.clone(),
+            idempotency: shared.idempotency.clone(),
+            config: shared.config.clone(),
+            discovery: shared.discovery.clone(),
+            max_body_bytes: shared.max_body_bytes,
+            agents: shared.agents.clone(),
+        });
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                auth,
+                secrets,
+                idempotency: records,
                 config,
                 discovery,
                 max_body_bytes,

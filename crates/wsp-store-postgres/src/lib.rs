@@ -84,6 +84,7 @@
 
 mod failure;
 mod files;
+mod idempotency;
 mod keys;
 mod listener;
 mod schema;
@@ -104,6 +105,7 @@ use wsp_store::{
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
+pub use idempotency::PgIdempotency;
 pub use keys::PgKeyRegistry;
 pub use schema::SCHEMA_VERSION;
 

@@ -160,6 +160,26 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
             NOT live OR (content_type IS NOT NULL AND updated_at IS NOT NULL AND size >= 0));
         "#,
     },
+    // 5: `Idempotency-Key` records (idempotency.rs), shared by the replicas. `status` is NULL
+    // while the claiming request runs; `created_at` is when it was claimed, then when it
+    // completed (what expiry is measured from).
+    Migration {
+        description: "idempotency records",
+        sql: r#"
+        CREATE TABLE {s}.wsp_idempotency (
+            tenant      text        COLLATE "C" NOT NULL,
+            workspace   text        COLLATE "C" NOT NULL,
+            key         text        COLLATE "C" NOT NULL,
+            fingerprint bytea       NOT NULL,
+            created_at  timestamptz NOT NULL,
+            status      integer,
+            headers     text,
+            body        bytea,
+            PRIMARY KEY (tenant, workspace, key)
+        );
+        CREATE INDEX wsp_idempotency_by_age ON {s}.wsp_idempotency (created_at);
+        "#,
+    },
 ];
 
 /// A validated PostgreSQL schema name: 1 to 63 characters of `a-z`, `0-9` and `_`, starting

@@ -74,6 +74,7 @@
 pub mod approvals;
 mod feed;
 mod files;
+pub mod idempotency;
 pub mod keys;
 mod readers;
 mod schema;

@@ -162,6 +162,22 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE versions DROP COLUMN superseded_by;
     CREATE INDEX files_by_seq ON files (tenant, workspace, seq);
     ",
+    // 4: `Idempotency-Key` records (idempotency.rs). `status` is NULL while the claiming request
+    // runs; `created_at` (Unix milliseconds) is when it was claimed, then when it completed.
+    r"
+    CREATE TABLE idempotency (
+        tenant      TEXT    NOT NULL,
+        workspace   TEXT    NOT NULL,
+        key         TEXT    NOT NULL,
+        fingerprint BLOB    NOT NULL,
+        created_at  INTEGER NOT NULL,
+        status      INTEGER,
+        headers     TEXT,
+        body        BLOB,
+        PRIMARY KEY (tenant, workspace, key)
+    ) STRICT, WITHOUT ROWID;
+    CREATE INDEX idempotency_by_age ON idempotency (created_at);
+    ",
 ];
 
 /// Opens (creating if needed) the read-write connection, checks that the file is a wsp database

@@ -12,6 +12,7 @@
 pub mod approvals;
 #[cfg(any(test, feature = "battery"))]
 pub mod battery;
+pub mod idempotency;
 pub mod keys;
 mod memory;
 mod redact;
@@ -23,6 +24,7 @@ use std::pin::Pin;
 use chrono::{DateTime, Utc};
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
+pub use idempotency::{IdempotencyRecords, MemoryIdempotency};
 pub use memory::MemoryStore;
 pub use redact::{Redactor, Secret, SecretError};
 

@@ -8,6 +8,7 @@
 mod support;
 
 mod battery;
+mod idempotency;
 mod keys;
 mod kill;
 mod model;

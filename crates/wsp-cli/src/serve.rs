@@ -119,7 +119,7 @@ pub struct ServeArgs {
 
 /// Runs the server until Ctrl-C or SIGTERM, then drains in-flight requests.
 pub async fn run(args: ServeArgs) -> Result<(), CliError> {
-    init_logging();
+    crate::lifecycle::init_logging(true);
     let file_config = match &args.config {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
@@ -214,7 +214,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     if args.enable_test_seams {
         tracing::warn!("test seams are enabled: any valid key can act for any owner");
     }
-    wsp_server::serve(listener, state, shutdown_signal()).await?;
+    wsp_server::serve(listener, state, crate::lifecycle::shutdown_signal()).await?;
     println!("wsp stopped");
     Ok(())
 }
@@ -230,35 +230,4 @@ async fn first_start_key(registry: &dyn KeyRegistry) -> Result<Option<ApiKey>, C
         .insert(KeyRecord::new(&key, owner, "admin".into(), Scopes::all()))
         .await?;
     Ok(Some(key))
-}
-
-fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("WSP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutting down: draining in-flight requests");
 }

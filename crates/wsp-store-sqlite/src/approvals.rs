@@ -3,13 +3,14 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 use wsp_store::approvals::{Approval, ApprovalRegistry};
 use wsp_store::{StoreError, StoreFuture};
 use wsp_types::Owner;
+
+use crate::side_file::SideFile;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS approvals (
@@ -25,7 +26,7 @@ CREATE TABLE IF NOT EXISTS approvals (
 /// change it while a server runs; every read goes to the file, so a change counts at once.
 #[derive(Clone)]
 pub struct SqliteApprovals {
-    conn: Arc<Mutex<Connection>>,
+    file: SideFile,
 }
 
 impl std::fmt::Debug for SqliteApprovals {
@@ -41,20 +42,8 @@ fn internal(e: impl std::fmt::Display) -> StoreError {
 impl SqliteApprovals {
     /// Opens (creating if needed) the approvals file at `path`.
     pub fn open(path: &Path) -> Result<Self, crate::OpenError> {
-        let conn = Connection::open(path).map_err(|e| crate::OpenError::CannotOpen {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        })?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .and_then(|_| conn.pragma_update(None, "journal_mode", "WAL"))
-            .and_then(|_| conn.pragma_update(None, "synchronous", "FULL"))
-            .and_then(|_| conn.execute_batch(SCHEMA))
-            .map_err(|e| crate::OpenError::Setup {
-                path: path.to_owned(),
-                reason: e.to_string(),
-            })?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            file: SideFile::open(path, SCHEMA, "approvals")?,
         })
     }
 
@@ -62,15 +51,7 @@ impl SqliteApprovals {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
-        let conn = self.conn.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                f(&conn)
-            })
-            .await
-            .map_err(internal)?
-        })
+        self.file.run(f)
     }
 }
 

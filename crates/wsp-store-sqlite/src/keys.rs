@@ -1,13 +1,14 @@
 //! API key records in SQLite (`<data dir>/keys.sqlite3`), shared by `wsp serve` and `wsp keys`.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 use wsp_store::keys::{KeyRecord, KeyRegistry};
 use wsp_store::{StoreError, StoreFuture};
 use wsp_types::{Owner, Scopes};
+
+use crate::side_file::SideFile;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS keys (
@@ -27,7 +28,7 @@ CREATE TABLE IF NOT EXISTS keys (
 /// while a server runs; each lookup reads the file, so a new key works at once.
 #[derive(Clone)]
 pub struct SqliteKeyRegistry {
-    conn: Arc<Mutex<Connection>>,
+    file: SideFile,
 }
 
 impl std::fmt::Debug for SqliteKeyRegistry {
@@ -81,20 +82,8 @@ const COLUMNS: &str =
 impl SqliteKeyRegistry {
     /// Opens (creating if needed) the key file at `path`.
     pub fn open(path: &Path) -> Result<Self, crate::OpenError> {
-        let conn = Connection::open(path).map_err(|e| crate::OpenError::CannotOpen {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        })?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .and_then(|_| conn.pragma_update(None, "journal_mode", "WAL"))
-            .and_then(|_| conn.pragma_update(None, "synchronous", "FULL"))
-            .and_then(|_| conn.execute_batch(SCHEMA))
-            .map_err(|e| crate::OpenError::Setup {
-                path: path.to_owned(),
-                reason: e.to_string(),
-            })?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            file: SideFile::open(path, SCHEMA, "key registry")?,
         })
     }
 
@@ -102,15 +91,7 @@ impl SqliteKeyRegistry {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> StoreFuture<'_, T> {
-        let conn = self.conn.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
-                f(&conn)
-            })
-            .await
-            .map_err(internal)?
-        })
+        self.file.run(f)
     }
 }
 

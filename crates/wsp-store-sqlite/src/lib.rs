@@ -78,6 +78,7 @@ pub mod idempotency;
 pub mod keys;
 mod readers;
 mod schema;
+mod side_file;
 mod snapshots;
 
 use std::fmt;

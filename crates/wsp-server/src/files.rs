@@ -221,7 +221,7 @@ pub async fn write(
     let path = workspace_path(uri.path(), FILE_PREFIX)?;
     let pre = precondition(&headers)?;
     require_json(&headers)?;
-    let raw = read_body(&state, &headers, body).await?;
+    let raw = read_body(&headers, body, state.max_body_bytes()).await?;
     let put: PutBody = serde_json::from_slice(&raw)
         .map_err(|e| ApiError::validation(format!("invalid request body: {e}")))?;
     let limits = state.inner.store.limits();
@@ -381,9 +381,13 @@ fn precondition_bytes(headers: &HeaderMap) -> Vec<u8> {
     out
 }
 
-/// Reads the body up to the server's limit; over it is 413 with `details.limit = requestBody`.
-async fn read_body(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Bytes, ApiError> {
-    let limit = state.max_body_bytes();
+/// Reads a request body up to `limit` bytes; over it is 413 with `details.limit = requestBody`
+/// (an oversized body is drained first, so the client reads the answer).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     let too_large = || ApiError::too_large(LimitKind::RequestBody, limit as u64);
     let declared = headers
         .get(CONTENT_LENGTH)

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use wsp_store::StoreError;
 use wsp_store::shared::{Publication, PublishError, agent_of_workspace, shared_workspace};
 use wsp_types::wire::PublishResponse;
-use wsp_types::{ErrorCode, LimitKind, Owner, Scope, WorkspacePath};
+use wsp_types::{ErrorCode, Owner, Scope, WorkspacePath};
 
 use crate::agents::{AgentRegistry, registry_error};
 use crate::auth::Caller;
@@ -76,18 +76,6 @@ async fn works_in_shared(registry: &dyn AgentRegistry, caller: &Caller) -> Resul
     Ok(false)
 }
 
-async fn read_body(body: Body) -> Result<bytes::Bytes, ApiError> {
-    axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
-        let over = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if over {
-            ApiError::too_large(LimitKind::RequestBody, MAX_BODY as u64)
-        } else {
-            ApiError::validation("the request body could not be read")
-        }
-    })
-}
-
 /// `POST /v1/host/workspace/publish`
 #[utoipa::path(
     post,
@@ -125,7 +113,7 @@ pub async fn publish(
     })?;
     let caller = caller(&state, &headers, Scope::WorkspaceWrite).await?;
     require_json(&headers)?;
-    let raw = read_body(body).await?;
+    let raw = crate::files::read_body(&headers, body, MAX_BODY).await?;
     let req: PublishBody = serde_json::from_slice(&raw)
         .map_err(|e| ApiError::validation(format!("invalid request body: {e}")))?;
     let path = WorkspacePath::parse(&req.path).map_err(|e| ApiError::bad_path(&e))?;

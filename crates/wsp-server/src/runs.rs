@@ -155,9 +155,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let caller: Caller = caller(&state, &headers, Scope::RunsCreate).await?;
     require_json(&headers)?;
-    let raw = axum::body::to_bytes(body, 64 * 1024)
-        .await
-        .map_err(|_| ApiError::too_large(wsp_types::LimitKind::RequestBody, 64 * 1024))?;
+    let raw = crate::files::read_body(&headers, body, 64 * 1024).await?;
     let request: RunCreate = serde_json::from_slice(&raw)
         .map_err(|e| ApiError::validation(format!("invalid run request: {e}")))?;
     let label = RunLabel {

@@ -62,10 +62,14 @@ impl<E: std::error::Error> From<E> for CliError {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // An MCP server on stdio serves one client, one message at a time: one thread answers it
+    // without a hand-off between threads per message. Everything else (HTTP servers, clients)
+    // gets a worker per core.
+    let mut builder = match &cli.command {
+        Command::Mcp(args) if args.is_stdio() => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -59,6 +59,13 @@ pub struct McpArgs {
     publish_to: Vec<String>,
 }
 
+impl McpArgs {
+    /// The server speaks MCP on stdin and stdout (no `--http`).
+    pub fn is_stdio(&self) -> bool {
+        self.http.is_none()
+    }
+}
+
 /// Runs the server until stdin closes (stdio) or until Ctrl-C or SIGTERM (HTTP).
 pub async fn run(args: McpArgs) -> Result<(), CliError> {
     crate::lifecycle::init_logging(false);

@@ -52,6 +52,22 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
+/// Whether `name` is a component [`VirtualPath::parse`] accepts: not empty, not `.` or `..`, at
+/// most [`MAX_COMPONENT_BYTES`], and free of `/`, `\\`, control and bidi control characters.
+/// Checks names read from a store without building a path (ASCII bytes are checked directly).
+pub(crate) fn is_component(name: &str) -> bool {
+    if name.is_empty() || name == "." || name == ".." || name.len() > MAX_COMPONENT_BYTES {
+        return false;
+    }
+    if name.is_ascii() {
+        return name
+            .bytes()
+            .all(|b| !b.is_ascii_control() && b != b'/' && b != b'\\');
+    }
+    name.chars()
+        .all(|c| !c.is_control() && !is_bidi_control(c) && c != '/' && c != '\\')
+}
+
 /// An absolute, normal path in the agent's view, such as `/project/notes/plan.md`.
 ///
 /// Parsing rejects rather than repairs: empty, relative, `.`/`..` components, empty components,
@@ -207,6 +223,24 @@ impl serde::Serialize for VirtualPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_component_is_what_parse_accepts_after_a_slash() {
+        let agrees = |name: &str| {
+            let parsed = VirtualPath::parse(&format!("/{name}"))
+                .is_ok_and(|p| p.depth() == 1 && p.file_name() == Some(name));
+            assert_eq!(is_component(name), parsed, "{name:?}");
+        };
+        for c in (0..0x3000u32).filter_map(char::from_u32) {
+            agrees(&c.to_string());
+            agrees(&format!("a{c}b"));
+        }
+        for name in ["", ".", "..", "...", ".a", "a.", "~", "C:", "a/b", "a\\b"] {
+            agrees(name);
+        }
+        agrees(&"x".repeat(MAX_COMPONENT_BYTES));
+        agrees(&"x".repeat(MAX_COMPONENT_BYTES + 1));
+    }
 
     fn check(raw: &str, expect: Result<&str, VirtualPathError>) {
         let got = VirtualPath::parse(raw);

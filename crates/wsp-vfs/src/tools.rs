@@ -394,7 +394,8 @@ pub struct ListEntry {
     pub name: String,
     /// File, directory or symbolic link.
     pub kind: EntryKind,
-    /// Size in bytes, for files.
+    /// Size in bytes, for files where the store knows it without another call (virtual
+    /// Mounts); physical listings leave it out rather than `stat` every entry.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// The entry is a Workspace mounted here.
@@ -439,9 +440,15 @@ impl ToolResult for Listing {
                 EntryKind::Directory => {
                     let _ = writeln!(out, "{}/", e.name);
                 }
-                EntryKind::File => {
-                    let _ = writeln!(out, "{} ({} bytes)", e.name, e.size.unwrap_or(0));
-                }
+                EntryKind::File => match e.size {
+                    Some(size) => {
+                        let _ = writeln!(out, "{} ({size} bytes)", e.name);
+                    }
+                    None => {
+                        out.push_str(&e.name);
+                        out.push('\n');
+                    }
+                },
                 EntryKind::Symlink => {
                     let _ = writeln!(out, "{} (symbolic link)", e.name);
                 }
@@ -458,6 +465,24 @@ impl ToolResult for Listing {
             let _ = writeln!(out, "({note})");
         }
         out
+    }
+
+    /// The structured result is a summary: the entries are the text, one per line, so a client
+    /// is not sent the listing twice.
+    fn into_output(self) -> ToolOutput {
+        let mut structured = serde_json::json!({
+            "path": self.path,
+            "kind": self.kind,
+            "entry_count": self.entries.len(),
+            "truncated": self.truncated,
+        });
+        if let Some(note) = &self.note {
+            structured["note"] = Value::from(note.as_str());
+        }
+        ToolOutput {
+            text: self.render(),
+            structured,
+        }
     }
 }
 
@@ -484,7 +509,8 @@ pub struct FileRead {
 
 impl ToolResult for FileRead {
     fn render(&self) -> String {
-        let mut out = String::new();
+        let body: usize = self.lines.iter().map(|l| l.len() + 8).sum();
+        let mut out = String::with_capacity(body + 160);
         if self.binary {
             let _ = writeln!(
                 out,
@@ -494,7 +520,10 @@ impl ToolResult for FileRead {
             return out;
         }
         for (i, line) in self.lines.iter().enumerate() {
-            let _ = writeln!(out, "{:>6}\t{line}", self.start_line + i as u64);
+            push_line_number(&mut out, self.start_line + i as u64);
+            out.push('\t');
+            out.push_str(line);
+            out.push('\n');
         }
         if self.total_lines == 0 {
             let _ = writeln!(out, "({} is empty; etag {})", self.path, self.etag);
@@ -518,6 +547,46 @@ impl ToolResult for FileRead {
             );
         }
         out
+    }
+
+    /// The structured result carries everything but the lines: they are the text, numbered, so
+    /// a client is not sent the file twice. `returned_lines` says how many the text holds.
+    fn into_output(self) -> ToolOutput {
+        let structured = serde_json::json!({
+            "path": self.path,
+            "etag": self.etag,
+            "size": self.size,
+            "binary": self.binary,
+            "total_lines": self.total_lines,
+            "start_line": self.start_line,
+            "returned_lines": self.lines.len(),
+            "more": self.more,
+        });
+        ToolOutput {
+            text: self.render(),
+            structured,
+        }
+    }
+}
+
+/// Appends `n` right-aligned in six columns, as `cat -n` numbers lines.
+fn push_line_number(out: &mut String, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for _ in digits.len() - at..6 {
+        out.push(' ');
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
     }
 }
 
@@ -775,6 +844,42 @@ mod tests {
             assert!(!a.read_only_hint && a.destructive_hint, "{tool}");
         }
         assert!(!ToolName::EditFile.definition().annotations.idempotent_hint);
+    }
+
+    #[test]
+    fn line_numbers_are_right_aligned_in_six_columns() {
+        for (n, want) in [
+            (0, "     0"),
+            (7, "     7"),
+            (123456, "123456"),
+            (1234567, "1234567"),
+            (u64::MAX, "18446744073709551615"),
+        ] {
+            let mut out = String::new();
+            push_line_number(&mut out, n);
+            assert_eq!(out, want);
+            assert_eq!(out, format!("{n:>6}"));
+        }
+    }
+
+    #[test]
+    fn read_structured_result_leaves_the_lines_to_the_text() {
+        let read = FileRead {
+            path: VirtualPath::parse("/p/a.md").unwrap(),
+            etag: "\"e\"".into(),
+            size: 8,
+            binary: false,
+            total_lines: 3,
+            start_line: 2,
+            lines: vec!["two".into()],
+            more: true,
+        };
+        let out = read.into_output();
+        assert_eq!(out.structured["returned_lines"], 1);
+        assert_eq!(out.structured["etag"], "\"e\"");
+        assert_eq!(out.structured["path"], "/p/a.md");
+        assert!(out.structured.get("lines").is_none());
+        assert!(out.text.starts_with("     2\ttwo\n"));
     }
 
     #[test]

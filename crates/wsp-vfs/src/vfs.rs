@@ -304,7 +304,17 @@ fn as_text(bytes: &[u8]) -> Option<&str> {
     }
 }
 
+/// `text.lines().count()`, counting line feeds in one pass over the bytes.
+fn line_count(text: &str) -> u64 {
+    let feeds = text.bytes().filter(|&b| b == b'\n').count() as u64;
+    feeds + u64::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
 fn cut(line: &str, max_chars: usize) -> String {
+    // A line of at most `max_chars` bytes has at most that many characters: no need to count.
+    if line.len() <= max_chars {
+        return line.to_owned();
+    }
     match line.char_indices().nth(max_chars) {
         None => line.to_owned(),
         Some((at, _)) => {
@@ -328,7 +338,8 @@ struct Found<'a> {
     path: VirtualPath,
     ws: &'a Workspace,
     rel: Vec<String>,
-    size: u64,
+    /// When the walk knew it (a physical walk does not `stat` each file).
+    size: Option<u64>,
 }
 
 impl Vfs {
@@ -591,7 +602,7 @@ impl Vfs {
                 more: false,
             };
         };
-        let total_lines = text.lines().count() as u64;
+        let total_lines = line_count(text);
         let limit = limit.unwrap_or(self.limits.default_read_lines);
         let lines: Vec<String> = text
             .lines()
@@ -914,7 +925,10 @@ impl Vfs {
             skipped_refused: 0,
         };
         'files: for f in files {
-            if f.size > self.limits.grep_max_file_bytes {
+            // Files of unknown size are checked by the read, which stops past the limit.
+            if f.size
+                .is_some_and(|size| size > self.limits.grep_max_file_bytes)
+            {
                 out.skipped_large += 1;
                 continue;
             }
@@ -974,4 +988,35 @@ fn decode<T: DeserializeOwned>(tool: ToolName, args: Value) -> Result<T, VfsErro
     };
     serde_json::from_value(args)
         .map_err(|e| VfsError::invalid_argument(format!("bad arguments for {tool}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_count_agrees_with_str_lines() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "a\nb\n",
+            "\n\n",
+            "a\r\nb\r\n",
+            "a\r\n\r\nb",
+            "é\n€",
+        ] {
+            assert_eq!(line_count(text), text.lines().count() as u64, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn lines_are_cut_at_characters_not_bytes() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("ééé", 3), "ééé", "6 bytes but 3 characters");
+        assert_eq!(cut("abcd", 3), "abc… [line cut: 1 more characters]");
+        assert_eq!(cut("éééé", 3), "ééé… [line cut: 1 more characters]");
+    }
 }

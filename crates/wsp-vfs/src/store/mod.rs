@@ -81,7 +81,8 @@ pub(crate) struct Written {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct WalkedFile {
     pub rel: Vec<String>,
-    pub size: u64,
+    /// Known without another call on virtual Mounts; physical walks do not `stat` each file.
+    pub size: Option<u64>,
 }
 
 /// The files under a directory, sorted by path.
@@ -153,12 +154,7 @@ pub(crate) fn content_type_for(name: &str) -> &'static str {
 
 /// Whether `name`, read from a Store, can be named by an agent as a path component.
 pub(crate) fn addressable(name: &str) -> bool {
-    !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name.len() <= crate::path::MAX_COMPONENT_BYTES
-        && !name.starts_with(physical::TEMP_PREFIX)
-        && crate::VirtualPath::parse(&format!("/{name}")).is_ok()
+    crate::path::is_component(name) && !name.starts_with(physical::TEMP_PREFIX)
 }
 
 /// The Store of one Mount.
@@ -278,8 +274,23 @@ mod tests {
         for ok in ["a", ".env", "report..final.md", "a b", "~x"] {
             assert!(addressable(ok), "{ok}");
         }
-        for bad in ["", ".", "..", "a\\b", "a\nb", ".wsp-tmp-1234", "a\u{202e}b"] {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a\\b",
+            "a/b",
+            "a\nb",
+            "a\u{7f}b",
+            "a\u{85}b",
+            "é\tb",
+            ".wsp-tmp-1234",
+            "a\u{202e}b",
+            "a\u{2066}b",
+        ] {
             assert!(!addressable(bad), "{bad:?}");
         }
+        assert!(addressable(&"x".repeat(255)) && !addressable(&"x".repeat(256)));
+        assert!(addressable("é") && addressable("日本語.md"));
     }
 }

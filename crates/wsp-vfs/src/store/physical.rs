@@ -309,7 +309,7 @@ impl PhysicalStore {
                     Some((EntryKind::File, meta)) => {
                         walk.files.push(WalkedFile {
                             rel: rel.clone(),
-                            size: meta.len(),
+                            size: Some(meta.len()),
                         });
                         return Ok(walk);
                     }
@@ -348,7 +348,7 @@ fn walk_dir(
             match entry.kind {
                 EntryKind::File => walk.files.push(WalkedFile {
                     rel: prefix.clone(),
-                    size: entry.size.unwrap_or(0),
+                    size: entry.size,
                 }),
                 EntryKind::Directory if depth < MAX_WALK_DEPTH => {
                     let name = prefix.last().map(String::as_str).unwrap_or_default();
@@ -363,7 +363,8 @@ fn walk_dir(
     }
 }
 
-/// The addressable entries of `dir`, sorted by name; special files are left out.
+/// The addressable entries of `dir`, sorted by name; special files are left out. Kinds come
+/// from the directory entries themselves; sizes are not read.
 fn read_entries(dir: &Dir) -> Result<Vec<RawEntry>, Fail> {
     let mut out = Vec::new();
     for entry in dir.entries().map_err(|e| classify(&e))? {
@@ -380,7 +381,8 @@ fn read_entries(dir: &Dir) -> Result<Vec<RawEntry>, Fail> {
         } else if ft.is_dir() {
             (EntryKind::Directory, None)
         } else if ft.is_file() {
-            (EntryKind::File, entry.metadata().ok().map(|m| m.len()))
+            // No size: it would cost a `stat` per entry, more than the listing itself.
+            (EntryKind::File, None)
         } else {
             continue;
         };

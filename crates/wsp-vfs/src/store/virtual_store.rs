@@ -325,7 +325,7 @@ impl VirtualStore {
             } else {
                 walk.files.push(WalkedFile {
                     rel: rel.to_vec(),
-                    size: f.meta.size,
+                    size: Some(f.meta.size),
                 });
             }
             return Ok((walk, whiteouts));
@@ -344,7 +344,7 @@ impl VirtualStore {
             } else {
                 walk.files.push(WalkedFile {
                     rel: parts,
-                    size: meta.size,
+                    size: Some(meta.size),
                 });
             }
         }

@@ -205,6 +205,46 @@ async fn read_file_numbers_lines_and_pages() {
 }
 
 #[tokio::test]
+async fn read_file_and_ls_send_their_bulk_once() {
+    on_both_kinds(|vfs, kind| async move {
+        write(&vfs, "/m/d/a.md", "alpha\nbeta\n").await;
+        write(&vfs, "/m/d/b.md", "b").await;
+        let read = vfs
+            .call("read_file", json!({"path": "/m/d/a.md"}))
+            .await
+            .unwrap();
+        assert!(
+            read.text.starts_with("     1\talpha\n     2\tbeta\n"),
+            "{kind}"
+        );
+        let s = &read.structured;
+        assert_eq!(
+            (&s["total_lines"], &s["returned_lines"], &s["more"]),
+            (&json!(2), &json!(2), &json!(false)),
+            "{kind}"
+        );
+        assert!(s["etag"].as_str().unwrap().starts_with('"'), "{kind}");
+        assert!(
+            s.get("lines").is_none(),
+            "{kind}: the lines are in the text only"
+        );
+
+        let ls = vfs.call("ls", json!({"path": "/m/d"})).await.unwrap();
+        assert_eq!(ls.structured["entry_count"], 2, "{kind}");
+        assert!(ls.structured.get("entries").is_none(), "{kind}");
+        // Sizes only where the store has them without a `stat` per entry.
+        let want = match kind {
+            "physical" => "/m/d:\na.md\nb.md\n",
+            _ => "/m/d:\na.md (11 bytes)\nb.md (1 bytes)\n",
+        };
+        assert_eq!(ls.text, want, "{kind}");
+        let one = vfs.call("ls", json!({"path": "/m/d/a.md"})).await.unwrap();
+        assert_eq!(one.text, "/m/d/a.md (file, 11 bytes)\n", "{kind}");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn long_lines_are_cut_and_big_files_refused() {
     let disk = Disk::new();
     disk.write("R/long.txt", &format!("{}\nshort\n", "é".repeat(3000)));

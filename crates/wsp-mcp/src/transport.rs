@@ -17,6 +17,9 @@ pub const HTTP_PATH: &str = "/mcp";
 
 impl McpServer {
     /// Speaks MCP over stdin and stdout until the client closes stdin.
+    ///
+    /// One client sends one message at a time here, so a current-thread tokio runtime serves it
+    /// best (no hand-off between threads per message); `wsp mcp` runs it on one.
     pub async fn serve_stdio(self) -> io::Result<()> {
         // Non-blocking pipes when the host gave us pipes: no thread hand-off per message.
         let (stdin, stdout) = rmcp::transport::stdio_pipes();

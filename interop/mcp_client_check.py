@@ -4,13 +4,16 @@ Usage: python mcp_client_check.py WSP_BINARY [--json REPORT]
 
 For a read-only, a write-only and a mixed mount table, and on each transport, the client lists
 the tools (the exact set is checked), calls every tool, and checks that a call the scopes refuse
-is a tool result with `isError` and the error code. It also checks that virtual files survive a
-restart (they live in the data directory's SQLite file) and the `items` profile's tool sets.
+is a tool result with `isError` and the error code. Over HTTP the client sends the bearer token
+`wsp mcp --http` printed, and a client without it is refused (401). It also checks that virtual
+files survive a restart (they live in the data directory's SQLite file) and the `items`
+profile's tool sets.
 
 Each check prints one line, `PASS <name>` or `FAIL <name>: <reason>`, and the run ends with the
 plain closing line `N passed, N failed`. The exit status is 1 when any check failed.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -23,6 +26,8 @@ from pathlib import Path
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 # rmcp logs every JSON-RPC error it sends at WARN; the refused calls here are on purpose.
@@ -134,7 +139,8 @@ async def exercise(client, table, project: Path, tag: str):
 
 
 class HttpServer:
-    """`wsp mcp --http 127.0.0.1:0` as a child process; its URL from its first stdout line."""
+    """`wsp mcp --http 127.0.0.1:0` as a child process; its URL from its first stdout line and
+    the bearer token it made from the second."""
 
     def __init__(self, wsp, args):
         self.proc = subprocess.Popen(
@@ -150,6 +156,12 @@ class HttpServer:
             self.close()
             raise RuntimeError(f"wsp mcp --http did not start: {line!r}")
         self.url = line[len(prefix):].strip()
+        line = self.proc.stdout.readline()
+        prefix = "bearer token: "
+        if not line.startswith(prefix):
+            self.close()
+            raise RuntimeError(f"wsp mcp --http printed no token: {line!r}")
+        self.token = line[len(prefix):].strip()
 
     def close(self):
         self.proc.terminate()
@@ -158,6 +170,27 @@ class HttpServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+def leaves(exc):
+    """The exceptions inside `exc`, through any exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
+    return [exc]
+
+
+@contextlib.asynccontextmanager
+async def connect(target, **kwargs):
+    """An SDK client session: over stdio for `StdioServerParameters`, over streamable HTTP with
+    the server's bearer token for an `HttpServer`."""
+    if isinstance(target, HttpServer):
+        headers = {"Authorization": f"Bearer {target.token}"}
+        async with create_mcp_http_client(headers=headers) as http_client:
+            async with Client(streamable_http_client(target.url, http_client=http_client), **kwargs) as client:
+                yield client
+    else:
+        async with Client(target, **kwargs) as client:
+            yield client
 
 
 def stdio_params(wsp, args):
@@ -194,10 +227,10 @@ async def main() -> int:
                 try:
                     if transport == "http":
                         http = HttpServer(wsp, server_args)
-                        target = http.url
+                        target = http
                     else:
                         target = stdio_params(wsp, server_args)
-                    async with Client(target) as client:
+                    async with connect(target) as client:
                         negotiated[transport] = client.protocol_version
 
                         async def list_tools(client=client, table=table):
@@ -231,12 +264,43 @@ async def main() -> int:
 
         await checks.run("stdio empty table: no tools", empty_table)
 
+        async def http_without_token():
+            http = HttpServer(wsp, ["--mounts", str(mount_files["mixed"]), "--data", str(data)])
+            try:
+                # The SDK reports the refusal as an error without the HTTP status ...
+                refused = False
+                try:
+                    with anyio.fail_after(30):
+                        async with Client(http.url) as client:
+                            await client.list_tools()
+                except Exception as exc:
+                    refused = any(isinstance(e, MCPError) for e in leaves(exc))
+                    if not refused:
+                        raise
+                expect(refused, "a client without the bearer token got in")
+                # ... so the status is checked on the wire: 401 with a Bearer challenge.
+                body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                   "clientInfo": {"name": "wsp-interop", "version": "0"}}}
+                async with create_mcp_http_client() as raw:
+                    for headers in ({}, {"Authorization": "Bearer " + "0" * 64}):
+                        response = await raw.post(
+                            http.url, json=body, headers={"Accept": "application/json, text/event-stream", **headers}
+                        )
+                        expect(response.status_code == 401, f"status {response.status_code} with {headers}")
+                        expect(response.headers.get("www-authenticate") == "Bearer",
+                               f"WWW-Authenticate {response.headers.get('www-authenticate')!r}")
+            finally:
+                http.close()
+
+        await checks.run("http without the bearer token: refused (401)", http_without_token)
+
         async def legacy_handshake(transport):
             server_args = ["--mounts", str(mount_files["mixed"]), "--data", str(data)]
             http = HttpServer(wsp, server_args) if transport == "http" else None
             try:
-                target = http.url if http else stdio_params(wsp, server_args)
-                async with Client(target, mode="legacy") as client:
+                target = http if http else stdio_params(wsp, server_args)
+                async with connect(target, mode="legacy") as client:
                     negotiated[f"{transport} legacy"] = client.protocol_version
                     names = [t.name for t in (await client.list_tools()).tools]
                     expect(names == EXPECTED_TOOLS["mixed"], f"tools {names}")

@@ -35,7 +35,8 @@ pub struct McpArgs {
     #[arg(long, value_enum, default_value_t = ProfileKind::Files)]
     profile: ProfileKind,
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (port 0 picks a free port).
-    /// There is no authentication: keep it on a loopback address.
+    /// Clients send `Authorization: Bearer <token>`: the token is WSP_MCP_TOKEN (at least 32
+    /// visible ASCII characters) or, when that is unset, a fresh one printed on start.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
     /// Data directory (created if needed): virtual mounts and items live in its SQLite file.
@@ -84,22 +85,50 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
             .await
             .map_err(|e| CliError(e.to_string())),
         Some(addr) => {
+            let (token, given) = http_token()?;
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
             let local = listener.local_addr()?;
             if !local.ip().is_loopback() {
                 tracing::warn!(
-                    "{local} is not a loopback address: the MCP endpoint has no authentication"
+                    "{local} is not a loopback address: MCP over plain HTTP sends the bearer \
+                     token unencrypted; put TLS in front of it"
                 );
             }
-            // Not the MCP channel in HTTP mode: the address is for whoever started us.
+            // Not the MCP channel in HTTP mode: the address and the token are for whoever
+            // started us. Always two lines, so a script reads the same shape either way.
             println!("wsp mcp listening on http://{local}{}", wsp_mcp::HTTP_PATH);
+            if given {
+                println!("bearer token: from {TOKEN_ENV}");
+            } else {
+                println!("bearer token: {}", token.expose());
+            }
             server
-                .serve_http(listener, crate::lifecycle::shutdown_signal())
+                .serve_http(
+                    listener,
+                    wsp_mcp::HttpAuth::Bearer(token),
+                    crate::lifecycle::shutdown_signal(),
+                )
                 .await
                 .map_err(|e| CliError(e.to_string()))
         }
+    }
+}
+
+/// Where `wsp mcp --http` reads its bearer token.
+const TOKEN_ENV: &str = "WSP_MCP_TOKEN";
+
+/// The HTTP bearer token: `WSP_MCP_TOKEN` when set (and whether it was), else a fresh one.
+fn http_token() -> Result<(wsp_mcp::BearerToken, bool), CliError> {
+    match std::env::var(TOKEN_ENV) {
+        Ok(given) => wsp_mcp::BearerToken::new(given)
+            .map(|t| (t, true))
+            .map_err(|e| CliError(format!("{TOKEN_ENV}: {e}"))),
+        Err(std::env::VarError::NotPresent) => Ok((wsp_mcp::BearerToken::generate(), false)),
+        Err(std::env::VarError::NotUnicode(_)) => Err(CliError(format!(
+            "{TOKEN_ENV}: the token must be visible ASCII characters only"
+        ))),
     }
 }
 

@@ -174,3 +174,111 @@ fn a_bad_mount_table_is_one_line_on_stderr_and_nothing_on_stdout() {
     // A refused table leaves no data directory behind.
     assert!(!dir.path().join("data").exists());
 }
+
+/// The status code of one MCP `initialize` POST to `url` (`http://ADDR/mcp`) over plain TCP.
+fn http_initialize(url: &str, token: Option<&str>) -> u16 {
+    use std::io::Read;
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix("/mcp"))
+        .unwrap_or_else(|| panic!("not an MCP URL: {url}"));
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "wsp-cli-test", "version": "0"}}})
+    .to_string();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    let status = String::from_utf8_lossy(&head[9..12]).into_owned();
+    status
+        .parse()
+        .unwrap_or_else(|_| panic!("status line {head:?}"))
+}
+
+/// Starts `wsp mcp --http 127.0.0.1:0` (with `WSP_MCP_TOKEN` when given); the child and the
+/// two lines it prints.
+fn http_server(
+    table: &str,
+    data: &Path,
+    token: Option<&str>,
+) -> (std::process::Child, String, String) {
+    let mut cmd = Command::new(WSP);
+    cmd.args(["mcp", "--mounts", table, "--http", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .env_remove("WSP_MCP_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(token) = token {
+        cmd.env("WSP_MCP_TOKEN", token);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_owned()
+    };
+    let (url, token_line) = (line(), line());
+    let url = url
+        .strip_prefix("wsp mcp listening on ")
+        .unwrap_or_else(|| panic!("first line {url:?}"))
+        .to_owned();
+    (child, url, token_line)
+}
+
+#[test]
+fn http_needs_the_bearer_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = write_table(
+        dir.path(),
+        "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { virtual = \"p\" }\n",
+    );
+    let data = dir.path().join("data");
+
+    // No WSP_MCP_TOKEN: a fresh token, printed once.
+    let (mut child, url, line) = http_server(&table, &data, None);
+    let token = line
+        .strip_prefix("bearer token: ")
+        .unwrap_or_else(|| panic!("second line {line:?}"));
+    assert_eq!(token.len(), 64, "{line}");
+    assert_eq!(http_initialize(&url, None), 401);
+    assert_eq!(http_initialize(&url, Some(&"0".repeat(64))), 401);
+    assert_eq!(http_initialize(&url, Some(token)), 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // WSP_MCP_TOKEN given: used, and not printed.
+    let given = "a-token-chosen-by-the-operator-0123456789";
+    let (mut child, url, line) = http_server(&table, &data, Some(given));
+    assert_eq!(line, "bearer token: from WSP_MCP_TOKEN");
+    assert_eq!(http_initialize(&url, Some(given)), 200);
+    assert_eq!(http_initialize(&url, None), 401);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // A token too short to be a secret stops the server before it listens.
+    let out = Command::new(WSP)
+        .args(["mcp", "--mounts", &table, "--http", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .env("WSP_MCP_TOKEN", "short")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("WSP_MCP_TOKEN: the token is 5 characters; it must have at least 32"),
+        "{stderr}"
+    );
+}

@@ -11,9 +11,10 @@
 //!   `items` profile (seed 001's keyed items). An empty mount table lists no tools.
 //! - [`McpServer::serve_stdio`] speaks MCP on stdin/stdout (nothing else may write to stdout);
 //!   [`McpServer::serve_http`] serves streamable HTTP at `/mcp` in an axum router
-//!   ([`McpServer::http_router`] to nest it into another app). The HTTP transport has no
-//!   authentication and accepts only loopback `Host` headers (DNS-rebinding protection): bind
-//!   it to a loopback address.
+//!   ([`McpServer::http_router`] to nest it into another app). Every HTTP request must carry
+//!   `Authorization: Bearer <token>` ([`HttpAuth::Bearer`], compared in constant time) unless
+//!   the embedding app authenticates upstream ([`HttpAuth::Upstream`]); only loopback `Host`
+//!   headers are accepted (DNS-rebinding protection).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -35,8 +36,10 @@
 //! # });
 //! ```
 
+mod auth;
 mod server;
 mod transport;
 
+pub use auth::{BearerToken, BearerTokenError, HttpAuth};
 pub use server::{McpServer, Profile};
 pub use transport::HTTP_PATH;

@@ -10,7 +10,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 
-use crate::McpServer;
+use crate::{HttpAuth, McpServer};
 
 /// Where [`McpServer::http_router`] serves MCP: `http://ADDR/mcp`.
 pub const HTTP_PATH: &str = "/mcp";
@@ -47,9 +47,10 @@ impl McpServer {
     /// the function that ends its sessions and open streams (call it on shutdown, or a
     /// graceful shutdown waits for clients' event streams forever).
     ///
-    /// Every HTTP session gets a clone of this server. Only loopback `Host` headers are
-    /// accepted (rmcp's DNS-rebinding protection); there is no authentication.
-    pub fn http_router(&self) -> (axum::Router, impl FnOnce() + Send + 'static) {
+    /// Every HTTP session gets a clone of this server. With [`HttpAuth::Bearer`], a request
+    /// without the token is answered 401 before MCP sees it. Only loopback `Host` headers are
+    /// accepted (rmcp's DNS-rebinding protection).
+    pub fn http_router(&self, auth: HttpAuth) -> (axum::Router, impl FnOnce() + Send + 'static) {
         let config = StreamableHttpServerConfig::default();
         let token = config.cancellation_token.clone();
         let server = self.clone();
@@ -58,7 +59,13 @@ impl McpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let router = axum::Router::new().route_service(HTTP_PATH, service);
+        let mut router = axum::Router::new().route_service(HTTP_PATH, service);
+        if let HttpAuth::Bearer(bearer) = auth {
+            router = router.layer(axum::middleware::from_fn_with_state(
+                bearer,
+                crate::auth::require_bearer,
+            ));
+        }
         (router, move || token.cancel())
     }
 
@@ -67,9 +74,10 @@ impl McpServer {
     pub async fn serve_http(
         self,
         listener: TcpListener,
+        auth: HttpAuth,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
-        let (router, close_sessions) = self.http_router();
+        let (router, close_sessions) = self.http_router(auth);
         axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 shutdown.await;

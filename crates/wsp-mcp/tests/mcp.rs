@@ -310,3 +310,48 @@ async fn the_items_profile_offers_publish_to_private_agents_only() {
     let read = call(&client, "workspace_read", json!({"key": "recipe"})).await;
     assert!(text(&read).contains("soup"), "{}", text(&read));
 }
+
+/// One `initialize` POST to the HTTP router, with `authorization` if given; the status.
+async fn http_initialize(router: axum::Router, authorization: Option<&str>) -> u16 {
+    use tower::ServiceExt;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "wsp-mcp-test", "version": "0"}}});
+    let mut request = axum::http::Request::post(wsp_mcp::HTTP_PATH)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    let request = request
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    router.oneshot(request).await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn the_http_endpoint_admits_only_the_bearer_token() {
+    let fixture = Fixture::new();
+    let server = McpServer::files(fixture.vfs(RO));
+    let token = wsp_mcp::BearerToken::generate();
+    let good = format!("Bearer {}", token.expose());
+    let (router, close) = server.http_router(wsp_mcp::HttpAuth::Bearer(token.clone()));
+    assert_eq!(http_initialize(router.clone(), None).await, 401);
+    assert_eq!(
+        http_initialize(router.clone(), Some("Bearer not-the-token")).await,
+        401
+    );
+    let other = wsp_mcp::BearerToken::generate();
+    assert_eq!(
+        http_initialize(router.clone(), Some(&format!("Bearer {}", other.expose()))).await,
+        401
+    );
+    assert_eq!(http_initialize(router.clone(), Some(&good)).await, 200);
+    close();
+
+    // Embedded behind an application that authenticates upstream: no check here.
+    let (open, close) = server.http_router(wsp_mcp::HttpAuth::Upstream);
+    assert_eq!(http_initialize(open, None).await, 200);
+    close();
+}

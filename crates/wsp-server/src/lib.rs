@@ -56,6 +56,7 @@ pub use agent_config::{
 pub use agents::{AgentRegistry, RegisteredAgent};
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
 pub use error::ApiError;
+pub use runs::end_expired_runs;
 pub use secrets::{SecretSource, TenantSecrets};
 pub use wsp_store::idempotency::{IdempotencyRecords, MemoryIdempotency};
 
@@ -250,14 +251,19 @@ fn make_span<B>(req: &Request<B>) -> tracing::Span {
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` resolves, then drains in-flight requests.
+/// Meanwhile it ends runs past their time to live ([`end_expired_runs`]) every quarter of the
+/// time to live (between one second and one minute), so an abandoned run stops pinning versions.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let sweeper = tokio::spawn(runs::sweep_forever(state.clone()));
+    let served = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    sweeper.abort();
+    served
 }
 
 /// `application/json` as a header value.

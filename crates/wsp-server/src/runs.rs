@@ -71,6 +71,73 @@ async fn load(
     Ok((info, label))
 }
 
+/// Open runs looked at per store call while sweeping.
+const SWEEP_PAGE: usize = 500;
+
+/// Ends (`completed`) every run of every owner whose time to live has passed, and returns how
+/// many it ended. Snapshots that are not runs are left alone. A store that cannot list open
+/// snapshots answers [`StoreError::Unsupported`]; its runs still end when next read.
+///
+/// [`crate::serve`] runs this periodically; a host serving [`crate::router`] itself calls it.
+pub async fn end_expired_runs(state: &AppState) -> Result<usize, StoreError> {
+    let store = &state.inner.store;
+    let now = Utc::now();
+    let mut ended = 0;
+    loop {
+        let page = store.open_snapshots_before(now, SWEEP_PAGE).await?;
+        let full = page.len() == SWEEP_PAGE;
+        let mut all_ended = true;
+        for (owner, info) in page {
+            let Ok(label) = serde_json::from_str::<RunLabel>(&info.label) else {
+                all_ended = false;
+                continue;
+            };
+            let expires = info.created_at + chrono::Duration::seconds(label.ttl_seconds as i64);
+            if now < expires {
+                all_ended = false;
+                continue;
+            }
+            match store.release_snapshot(&owner, &info.id, "completed").await {
+                // Ended here, or by a reader or another replica in the meantime.
+                Ok(_) | Err(StoreError::NotFound) => ended += 1,
+                Err(e) => return Err(e),
+            }
+        }
+        // The oldest come first: a page that ended everything may hide more behind it.
+        if !(full && all_ended) {
+            return Ok(ended);
+        }
+    }
+}
+
+/// How often [`crate::serve`] sweeps for expired runs: a quarter of the time to live, between
+/// one second and one minute.
+pub(crate) fn sweep_interval(run_ttl: std::time::Duration) -> std::time::Duration {
+    (run_ttl / 4).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(60),
+    )
+}
+
+/// Sweeps for expired runs every [`sweep_interval`] until the task is dropped; stops for good
+/// on a store that cannot list open snapshots.
+pub(crate) async fn sweep_forever(state: AppState) {
+    let mut tick = tokio::time::interval(sweep_interval(state.inner.config.run_ttl));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match end_expired_runs(&state).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(ended = n, "ended runs past their time to live"),
+            Err(StoreError::Unsupported(_)) => {
+                tracing::debug!("the store cannot list open snapshots: runs end when read");
+                return;
+            }
+            Err(e) => tracing::warn!(error = %e, "sweeping expired runs failed; retrying later"),
+        }
+    }
+}
+
 fn map(e: StoreError, id: &str) -> ApiError {
     match e {
         StoreError::NotFound => run_not_found(id),
@@ -354,6 +421,23 @@ fn json_bytes(body: Vec<u8>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweeps_are_a_quarter_of_the_ttl_within_bounds() {
+        use std::time::Duration;
+        assert_eq!(
+            sweep_interval(Duration::from_secs(2)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            sweep_interval(Duration::from_secs(40)),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            sweep_interval(Duration::from_secs(86_400)),
+            Duration::from_secs(60)
+        );
+    }
 
     #[test]
     fn run_paths() {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use support::{Options, start, start_with};
 use wsp_client::{FeedItem, PutOptions};
 use wsp_server::ServerConfig;
-use wsp_store::{Limits, MemoryStore};
+use wsp_store::{Limits, MemoryStore, WorkspaceStore};
 use wsp_types::wire::RunStatus;
 use wsp_types::{ErrorCode, WorkspacePath};
 
@@ -154,6 +154,61 @@ async fn runs_end_by_themselves_after_their_time_to_live() {
     );
     let e = a.list_run_files(&run.run_id, None).await.unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::NotFound));
+}
+
+#[tokio::test]
+async fn expired_runs_are_ended_without_being_read() {
+    let store = Arc::new(MemoryStore::default());
+    let s = start_with(Options {
+        config: ServerConfig {
+            run_ttl: Duration::from_secs(1),
+            ..ServerConfig::default()
+        },
+        store: Some(store.clone()),
+        ..Options::default()
+    })
+    .await;
+    let run = s.a().create_run("abandoned").await.unwrap();
+    let cutoff = || chrono::Utc::now() + chrono::Duration::seconds(10);
+    let open = |v: Vec<(wsp_types::Owner, wsp_store::SnapshotInfo)>| {
+        v.into_iter().map(|(_, i)| i.id).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        open(store.open_snapshots_before(cutoff(), 10).await.unwrap()),
+        std::slice::from_ref(&run.run_id)
+    );
+    // The sweep runs every second with this time to live; nobody reads the run.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !open(store.open_snapshots_before(cutoff(), 10).await.unwrap()).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the expired run was never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        s.a().get_run(&run.run_id).await.unwrap().status,
+        RunStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn the_sweep_ends_only_expired_runs() {
+    let store = Arc::new(MemoryStore::default());
+    let s = start_with(Options {
+        store: Some(store.clone()),
+        ..Options::default()
+    })
+    .await;
+    // The default time to live is far away: the sweep leaves the run and a bare snapshot open.
+    let run = s.a().create_run("long").await.unwrap();
+    let owner = wsp_types::Owner::parse("tenant-a", "default").unwrap();
+    store.snapshot(&owner, "not a run").await.unwrap();
+    assert_eq!(wsp_server::end_expired_runs(&s.state).await.unwrap(), 0);
+    assert_eq!(
+        s.a().get_run(&run.run_id).await.unwrap().status,
+        RunStatus::Running
+    );
 }
 
 #[tokio::test]

@@ -572,6 +572,19 @@ impl WorkspaceStore for PgStore {
         })
     }
 
+    fn open_snapshots_before<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("open snapshots"), |client| {
+                snapshots::open_before(&client, &inner.snapshots, cutoff, limit)
+            })
+        })
+    }
+
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,

@@ -32,6 +32,14 @@ const INFO: &str = "
     SELECT seq, label, created_at, released_at, outcome FROM {s}.wsp_snapshots
     WHERE tenant = $1 AND workspace = $2 AND id = $3";
 
+/// Open snapshots of every owner taken before `$1`, oldest first, `$2` at most.
+const OPEN_BEFORE: &str = "
+    SELECT seq, label, created_at, released_at, outcome, tenant, workspace, id
+    FROM {s}.wsp_snapshots
+    WHERE released_at IS NULL AND created_at < $1
+    ORDER BY created_at, id
+    LIMIT $2";
+
 const LOCK_OWNER: &str = "
     SELECT FROM {s}.wsp_owners WHERE tenant = $1 AND workspace = $2 FOR UPDATE";
 
@@ -110,6 +118,7 @@ const CHANGES: &str = "
 pub(crate) struct SnapshotSql {
     take: String,
     info: String,
+    open_before: String,
     lock_owner: String,
     release: String,
     prune_owner: String,
@@ -125,6 +134,7 @@ impl SnapshotSql {
         Self {
             take: schema.render(TAKE),
             info: schema.render(INFO),
+            open_before: schema.render(OPEN_BEFORE),
             lock_owner: schema.render(LOCK_OWNER),
             release: schema.render(RELEASE),
             prune_owner: schema.render(&PRUNE_OWNER.replace("{seen}", seen)),
@@ -135,7 +145,7 @@ impl SnapshotSql {
         }
     }
 
-    /// Every statement, for tests.
+    /// Every statement that serves an owner, for tests (`open_before` is housekeeping).
     #[cfg(test)]
     pub(crate) fn all(&self) -> [&str; 9] {
         [
@@ -208,6 +218,30 @@ pub(crate) async fn info_of(
         .await?
         .ok_or(StoreError::NotFound)?;
     info(id, &row)
+}
+
+/// Open snapshots of every owner taken before `cutoff`, oldest first, at most `limit`.
+pub(crate) async fn open_before(
+    client: &Client,
+    sql: &SnapshotSql,
+    cutoff: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<(Owner, SnapshotInfo)>, Failure> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let stmt = client.prepare_cached(&sql.open_before).await?;
+    let rows = client.query(&stmt, &[&cutoff, &limit]).await?;
+    rows.iter()
+        .map(|row| {
+            let (tenant, workspace, id): (&str, &str, &str) =
+                (row.try_get(5)?, row.try_get(6)?, row.try_get(7)?);
+            let owner = Owner::parse(tenant, workspace).map_err(|_| {
+                StoreError::Internal(format!(
+                    "a stored snapshot has a bad owner {tenant:?}/{workspace:?}"
+                ))
+            })?;
+            Ok((owner, info(id, row)?))
+        })
+        .collect()
 }
 
 /// Releases a snapshot and prunes what only it kept, in one transaction; releasing again
@@ -386,5 +420,16 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_housekeeping_statement_reads_snapshot_records_only() {
+        let sql = SnapshotSql::new(&SchemaName::parse("s").unwrap());
+        let stmt = &sql.open_before;
+        assert!(stmt.contains("FROM \"s\".wsp_snapshots"), "{stmt}");
+        for table in ["wsp_versions", "wsp_files", "wsp_events", "JOIN"] {
+            assert!(!stmt.contains(table), "{stmt}");
+        }
+        assert!(stmt.contains("released_at IS NULL") && stmt.contains("LIMIT $2"));
     }
 }

@@ -450,6 +450,14 @@ impl WorkspaceStore for SqliteStore {
         })
     }
 
+    fn open_snapshots_before<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
+        self.read(move |conn| snapshots::open_before(conn, cutoff, limit))
+    }
+
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,

@@ -27,6 +27,13 @@ const OPEN_SEQ: &str = "
     SELECT seq FROM snapshots
     WHERE tenant = ?1 AND workspace = ?2 AND id = ?3 AND released_at IS NULL";
 
+/// Open snapshots of every owner taken before `?1` (microseconds), oldest first, `?2` at most.
+const OPEN_BEFORE: &str = "
+    SELECT seq, label, created_at, released_at, outcome, tenant, workspace, id FROM snapshots
+    WHERE released_at IS NULL AND created_at < ?1
+    ORDER BY created_at, id
+    LIMIT ?2";
+
 /// Releases an open snapshot; no row when it is unknown or already released.
 const RELEASE: &str = "
     UPDATE snapshots SET released_at = ?4, outcome = ?5
@@ -152,6 +159,32 @@ pub(crate) fn info(conn: &Connection, owner: &Owner, id: &str) -> Result<Snapsho
         })
         .map_err(|e| sqlite_error("snapshot info", e))?
         .ok_or(StoreError::NotFound)
+}
+
+/// Open snapshots of every owner taken before `cutoff`, oldest first, at most `limit`.
+pub(crate) fn open_before(
+    conn: &Connection,
+    cutoff: chrono::DateTime<chrono::Utc>,
+    limit: usize,
+) -> Result<Vec<(Owner, SnapshotInfo)>, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    conn.prepare_cached(OPEN_BEFORE)
+        .and_then(|mut stmt| {
+            stmt.query_map((cutoff.timestamp_micros(), limit), |row| {
+                let (tenant, workspace): (String, String) = (row.get(5)?, row.get(6)?);
+                let owner = Owner::parse(&tenant, &workspace).map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        5,
+                        rusqlite::types::Type::Text,
+                        Box::new(e),
+                    )
+                })?;
+                let id: String = row.get(7)?;
+                Ok((owner, record(row, &id)?))
+            })?
+            .collect()
+        })
+        .map_err(|e| sqlite_error("open snapshots", e))
 }
 
 /// A snapshot record from columns seq, label, created_at, released_at, outcome.

@@ -96,6 +96,14 @@ impl WorkspaceStore for TempStore {
         self.store.release_snapshot(owner, id, outcome)
     }
 
+    fn open_snapshots_before<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
+        self.store.open_snapshots_before(cutoff, limit)
+    }
+
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,

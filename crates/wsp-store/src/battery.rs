@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
-use crate::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
+use crate::{FileWrite, Limits, Precondition, SnapshotInfo, StoreError, WorkspaceStore};
 
 fn names(v: Vec<crate::FileMeta>) -> Vec<(String, u64)> {
     v.into_iter()
@@ -48,6 +48,7 @@ macro_rules! battery_tests {
             snapshots_see_the_moment_they_were_taken,
             snapshots_outlive_retention_until_released,
             snapshots_belong_to_their_owner,
+            open_snapshots_are_listed_for_housekeeping,
             the_feed_records_every_change_in_order,
             the_feed_is_per_owner_and_gap_free_under_races,
             subscribers_hear_of_commits,
@@ -892,6 +893,68 @@ where
             .unwrap()
             .released
             .is_none()
+    );
+}
+
+/// `open_snapshots_before` lists the open snapshots of every owner taken before the cutoff,
+/// oldest first, up to the limit, and never a released one.
+pub async fn open_snapshots_are_listed_for_housekeeping<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let (a, b) = (owner("a"), owner("b"));
+    put(&s, &a, "x.md", "A").await;
+    let first = s.snapshot(&a, "first").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let second = s.snapshot(&b, "second").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let released = s.snapshot(&a, "released").await.unwrap();
+    s.release_snapshot(&a, &released.id, "completed")
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let later = chrono::Utc::now() + chrono::Duration::seconds(1);
+    // As stored (a backend may keep coarser timestamps than `snapshot` returned).
+    let first = s.snapshot_info(&a, &first.id).await.unwrap();
+    let second = s.snapshot_info(&b, &second.id).await.unwrap();
+    let ids = |v: Vec<(Owner, SnapshotInfo)>| -> Vec<(String, String)> {
+        v.into_iter()
+            .map(|(o, i)| (o.tenant.as_str().to_owned(), i.label))
+            .collect()
+    };
+    assert_eq!(
+        ids(s.open_snapshots_before(later, 10).await.unwrap()),
+        [("a".into(), "first".into()), ("b".into(), "second".into())]
+    );
+    assert_eq!(
+        ids(s.open_snapshots_before(later, 1).await.unwrap()),
+        [("a".to_owned(), "first".to_owned())]
+    );
+    assert_eq!(
+        ids(s
+            .open_snapshots_before(second.created_at, 10)
+            .await
+            .unwrap()),
+        [("a".to_owned(), "first".to_owned())],
+        "taken before the cutoff, not at it"
+    );
+    assert!(
+        s.open_snapshots_before(first.created_at, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let (owner_of, info) = s.open_snapshots_before(later, 10).await.unwrap().remove(1);
+    assert_eq!((owner_of, info), (b.clone(), second));
+    s.release_snapshot(&a, &first.id, "completed")
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(s.open_snapshots_before(later, 10).await.unwrap()),
+        [("b".to_owned(), "second".to_owned())]
     );
 }
 

@@ -337,6 +337,19 @@ pub trait WorkspaceStore: Send + Sync + 'static {
         Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
     }
 
+    /// Open snapshots of every owner taken before `cutoff`, oldest first, at most `limit`.
+    ///
+    /// For a host's housekeeping (ending runs past their time to live), never to answer a
+    /// caller: it is the one call not scoped to an owner, and it returns records, not file data.
+    fn open_snapshots_before<'a>(
+        &'a self,
+        cutoff: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
+        let _ = (cutoff, limit);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
     /// [`list`](Self::list) as of an open snapshot; `NotFound` when it is unknown or released.
     fn list_at<'a>(
         &'a self,

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, RwLock};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::broadcast;
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
@@ -447,6 +447,33 @@ impl WorkspaceStore for MemoryStore {
         outcome: &'a str,
     ) -> StoreFuture<'a, SnapshotInfo> {
         Box::pin(async move { self.release_sync(owner, id, outcome) })
+    }
+
+    fn open_snapshots_before<'a>(
+        &'a self,
+        cutoff: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
+        let owners: Vec<(Owner, Arc<RwLock<OwnerState>>)> = self
+            .owners
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(o, st)| (o.clone(), st.clone()))
+            .collect();
+        let mut open: Vec<(Owner, SnapshotInfo)> = Vec::new();
+        for (owner, state) in owners {
+            let st = state.read().unwrap_or_else(|e| e.into_inner());
+            open.extend(
+                st.snapshots
+                    .values()
+                    .filter(|s| s.released.is_none() && s.created_at < cutoff)
+                    .map(|s| (owner.clone(), s.clone())),
+            );
+        }
+        open.sort_by(|a, b| (a.1.created_at, &a.1.id).cmp(&(b.1.created_at, &b.1.id)));
+        open.truncate(limit);
+        Box::pin(async move { Ok(open) })
     }
 
     fn list_at<'a>(

@@ -19,6 +19,8 @@ pub struct TestServer {
     pub key_a: String,
     pub key_b: String,
     pub key_a_read: String,
+    /// The state the server runs on (for calling library functions beside it).
+    pub state: AppState,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -110,7 +112,7 @@ pub async fn start_with(options: Options) -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(wsp_server::serve(listener, state, async move {
+    tokio::spawn(wsp_server::serve(listener, state.clone(), async move {
         let _ = rx.await;
     }));
     TestServer {
@@ -119,6 +121,7 @@ pub async fn start_with(options: Options) -> TestServer {
         key_a,
         key_b,
         key_a_read,
+        state,
         shutdown: Some(tx),
     }
 }

@@ -232,6 +232,15 @@ macro_rules! delegate_store {
                 $pick.release_snapshot(owner, id, outcome)
             }
 
+            fn open_snapshots_before<'a>(
+                &'a self,
+                cutoff: chrono::DateTime<chrono::Utc>,
+                limit: usize,
+            ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
+                let $this = self;
+                $pick.open_snapshots_before(cutoff, limit)
+            }
+
             fn list_at<'a>(
                 &'a self,
                 owner: &'a Owner,

@@ -188,6 +188,15 @@ impl WorkspaceStore for RecordingStore {
         self.inner.release_snapshot(owner, id, outcome)
     }
 
+    fn open_snapshots_before<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
+        self.record();
+        self.inner.open_snapshots_before(cutoff, limit)
+    }
+
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,

@@ -115,6 +115,10 @@ pub struct ServeArgs {
     /// Seconds a run lives before it ends by itself (`completed`) and releases its snapshot.
     #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     run_ttl: u64,
+    /// Seconds the record of an ended run is kept (its status stays readable); then the run
+    /// is forgotten (404).
+    #[arg(long, default_value_t = 604_800, value_parser = clap::value_parser!(u64).range(1..=315_360_000))]
+    run_retention: u64,
 }
 
 /// Runs the server until Ctrl-C or SIGTERM, then drains in-flight requests.
@@ -177,6 +181,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         workspace_enabled: true,
         test_seams: args.enable_test_seams,
         run_ttl: std::time::Duration::from_secs(args.run_ttl),
+        ended_run_retention: std::time::Duration::from_secs(args.run_retention),
     };
     let state = AppState::with_secrets(
         store,

@@ -56,7 +56,7 @@ pub use agent_config::{
 pub use agents::{AgentRegistry, RegisteredAgent};
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
 pub use error::ApiError;
-pub use runs::end_expired_runs;
+pub use runs::{RunSweep, sweep_runs};
 pub use secrets::{SecretSource, TenantSecrets};
 pub use wsp_store::idempotency::{IdempotencyRecords, MemoryIdempotency};
 
@@ -69,15 +69,19 @@ pub struct ServerConfig {
     pub test_seams: bool,
     /// How long a run lives before it ends by itself (`completed`) and releases its snapshot.
     pub run_ttl: std::time::Duration,
+    /// How long the record of an ended run is kept (`GET /v1/runs/{runId}` answers its status);
+    /// after that the run is unknown (404).
+    pub ended_run_retention: std::time::Duration,
 }
 
 impl Default for ServerConfig {
-    /// Workspace on, no test seams, runs live one hour.
+    /// Workspace on, no test seams, runs live one hour, ended runs are remembered for a week.
     fn default() -> Self {
         Self {
             workspace_enabled: true,
             test_seams: false,
             run_ttl: std::time::Duration::from_secs(3600),
+            ended_run_retention: std::time::Duration::from_secs(7 * 24 * 3600),
         }
     }
 }
@@ -251,8 +255,9 @@ fn make_span<B>(req: &Request<B>) -> tracing::Span {
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` resolves, then drains in-flight requests.
-/// Meanwhile it ends runs past their time to live ([`end_expired_runs`]) every quarter of the
-/// time to live (between one second and one minute), so an abandoned run stops pinning versions.
+/// Meanwhile, every quarter of the run time to live (between one second and one minute), it ends
+/// runs past their time to live, so an abandoned run stops pinning versions, and forgets runs
+/// that ended longer ago than the retention ([`sweep_runs`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,

@@ -74,15 +74,26 @@ async fn load(
 /// Open runs looked at per store call while sweeping.
 const SWEEP_PAGE: usize = 500;
 
-/// Ends (`completed`) every run of every owner whose time to live has passed, and returns how
-/// many it ended. Snapshots that are not runs are left alone. A store that cannot list open
-/// snapshots answers [`StoreError::Unsupported`]; its runs still end when next read.
+/// What one [`sweep_runs`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunSweep {
+    /// Runs past their time to live that it ended (`completed`).
+    pub ended: usize,
+    /// Records of runs (released snapshots) that ended longer ago than the retention, now
+    /// forgotten.
+    pub forgotten: usize,
+}
+
+/// Ends (`completed`) every run of every owner whose time to live has passed, then forgets the
+/// runs that ended longer ago than `ended_run_retention`. Snapshots that are not runs are never
+/// ended here. A store that cannot list open snapshots answers [`StoreError::Unsupported`]; its
+/// runs still end when next read.
 ///
 /// [`crate::serve`] runs this periodically; a host serving [`crate::router`] itself calls it.
-pub async fn end_expired_runs(state: &AppState) -> Result<usize, StoreError> {
+pub async fn sweep_runs(state: &AppState) -> Result<RunSweep, StoreError> {
     let store = &state.inner.store;
     let now = Utc::now();
-    let mut ended = 0;
+    let mut sweep = RunSweep::default();
     loop {
         let page = store.open_snapshots_before(now, SWEEP_PAGE).await?;
         let full = page.len() == SWEEP_PAGE;
@@ -99,18 +110,35 @@ pub async fn end_expired_runs(state: &AppState) -> Result<usize, StoreError> {
             }
             match store.release_snapshot(&owner, &info.id, "completed").await {
                 // Ended here, or by a reader or another replica in the meantime.
-                Ok(_) | Err(StoreError::NotFound) => ended += 1,
+                Ok(_) | Err(StoreError::NotFound) => sweep.ended += 1,
                 Err(e) => return Err(e),
             }
         }
         // The oldest come first: a page that ended everything may hide more behind it.
         if !(full && all_ended) {
-            return Ok(ended);
+            break;
         }
     }
+    let retention = chrono::Duration::from_std(state.inner.config.ended_run_retention)
+        .unwrap_or(chrono::Duration::MAX);
+    if let Some(cutoff) = now.checked_sub_signed(retention) {
+        loop {
+            let n = match store.forget_released_snapshots(cutoff, SWEEP_PAGE).await {
+                Ok(n) => n,
+                // A store that keeps every record still gets its expired runs ended.
+                Err(StoreError::Unsupported(_)) => break,
+                Err(e) => return Err(e),
+            };
+            sweep.forgotten += n;
+            if n < SWEEP_PAGE {
+                break;
+            }
+        }
+    }
+    Ok(sweep)
 }
 
-/// How often [`crate::serve`] sweeps for expired runs: a quarter of the time to live, between
+/// How often [`crate::serve`] sweeps runs: a quarter of the time to live, between
 /// one second and one minute.
 pub(crate) fn sweep_interval(run_ttl: std::time::Duration) -> std::time::Duration {
     (run_ttl / 4).clamp(
@@ -119,16 +147,23 @@ pub(crate) fn sweep_interval(run_ttl: std::time::Duration) -> std::time::Duratio
     )
 }
 
-/// Sweeps for expired runs every [`sweep_interval`] until the task is dropped; stops for good
-/// on a store that cannot list open snapshots.
+/// Sweeps runs every [`sweep_interval`] until the task is dropped; stops for good on a store
+/// that cannot list open snapshots.
 pub(crate) async fn sweep_forever(state: AppState) {
     let mut tick = tokio::time::interval(sweep_interval(state.inner.config.run_ttl));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        match end_expired_runs(&state).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(ended = n, "ended runs past their time to live"),
+        match sweep_runs(&state).await {
+            Ok(RunSweep {
+                ended: 0,
+                forgotten: 0,
+            }) => {}
+            Ok(done) => tracing::info!(
+                ended = done.ended,
+                forgotten = done.forgotten,
+                "swept runs: ended those past their time to live, forgot those ended long ago"
+            ),
             Err(StoreError::Unsupported(_)) => {
                 tracing::debug!("the store cannot list open snapshots: runs end when read");
                 return;

@@ -193,6 +193,42 @@ async fn expired_runs_are_ended_without_being_read() {
 }
 
 #[tokio::test]
+async fn ended_runs_are_forgotten_after_the_retention() {
+    let s = start_with(Options {
+        config: ServerConfig {
+            ended_run_retention: Duration::from_secs(1),
+            ..ServerConfig::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let a = s.a();
+    let ended = a.create_run("ended").await.unwrap();
+    let running = a.create_run("running").await.unwrap();
+    a.cancel_run(&ended.run_id).await.unwrap();
+    // Within the retention the ended run answers its status.
+    assert_eq!(wsp_server::sweep_runs(&s.state).await.unwrap().forgotten, 0);
+    assert_eq!(
+        a.get_run(&ended.run_id).await.unwrap().status,
+        RunStatus::Cancelled
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        wsp_server::sweep_runs(&s.state).await.unwrap(),
+        wsp_server::RunSweep {
+            ended: 0,
+            forgotten: 1
+        }
+    );
+    let e = a.get_run(&ended.run_id).await.unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::NotFound));
+    assert_eq!(
+        a.get_run(&running.run_id).await.unwrap().status,
+        RunStatus::Running
+    );
+}
+
+#[tokio::test]
 async fn the_sweep_ends_only_expired_runs() {
     let store = Arc::new(MemoryStore::default());
     let s = start_with(Options {
@@ -204,7 +240,10 @@ async fn the_sweep_ends_only_expired_runs() {
     let run = s.a().create_run("long").await.unwrap();
     let owner = wsp_types::Owner::parse("tenant-a", "default").unwrap();
     store.snapshot(&owner, "not a run").await.unwrap();
-    assert_eq!(wsp_server::end_expired_runs(&s.state).await.unwrap(), 0);
+    assert_eq!(
+        wsp_server::sweep_runs(&s.state).await.unwrap(),
+        wsp_server::RunSweep::default()
+    );
     assert_eq!(
         s.a().get_run(&run.run_id).await.unwrap().status,
         RunStatus::Running

@@ -585,6 +585,21 @@ impl WorkspaceStore for PgStore {
         })
     }
 
+    fn forget_released_snapshots<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, usize> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            // When the answer is lost the outcome is unknown and this call fails; the next
+            // sweep deletes whatever is still there.
+            retrying!(inner.db, Attempts::write("forget snapshots"), |client| {
+                snapshots::forget_released(&client, &inner.snapshots, cutoff, limit)
+            })
+        })
+    }
+
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,

@@ -40,6 +40,14 @@ const OPEN_BEFORE: &str = "
     ORDER BY created_at, id
     LIMIT $2";
 
+/// Deletes the records of snapshots released before `$1`, oldest release first, `$2` at most.
+const FORGET_RELEASED: &str = "
+    DELETE FROM {s}.wsp_snapshots WHERE (tenant, workspace, id) IN (
+        SELECT tenant, workspace, id FROM {s}.wsp_snapshots
+        WHERE released_at IS NOT NULL AND released_at < $1
+        ORDER BY released_at, id
+        LIMIT $2)";
+
 const LOCK_OWNER: &str = "
     SELECT FROM {s}.wsp_owners WHERE tenant = $1 AND workspace = $2 FOR UPDATE";
 
@@ -119,6 +127,7 @@ pub(crate) struct SnapshotSql {
     take: String,
     info: String,
     open_before: String,
+    forget_released: String,
     lock_owner: String,
     release: String,
     prune_owner: String,
@@ -135,6 +144,7 @@ impl SnapshotSql {
             take: schema.render(TAKE),
             info: schema.render(INFO),
             open_before: schema.render(OPEN_BEFORE),
+            forget_released: schema.render(FORGET_RELEASED),
             lock_owner: schema.render(LOCK_OWNER),
             release: schema.render(RELEASE),
             prune_owner: schema.render(&PRUNE_OWNER.replace("{seen}", seen)),
@@ -242,6 +252,19 @@ pub(crate) async fn open_before(
             Ok((owner, info(id, row)?))
         })
         .collect()
+}
+
+/// Deletes the records of snapshots released before `cutoff`, at most `limit`; how many.
+pub(crate) async fn forget_released(
+    client: &Client,
+    sql: &SnapshotSql,
+    cutoff: DateTime<Utc>,
+    limit: usize,
+) -> Result<usize, Failure> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let stmt = client.prepare_cached(&sql.forget_released).await?;
+    let deleted = client.execute(&stmt, &[&cutoff, &limit]).await?;
+    Ok(deleted as usize)
 }
 
 /// Releases a snapshot and prunes what only it kept, in one transaction; releasing again
@@ -423,13 +446,16 @@ mod tests {
     }
 
     #[test]
-    fn the_housekeeping_statement_reads_snapshot_records_only() {
+    fn the_housekeeping_statements_touch_snapshot_records_only() {
         let sql = SnapshotSql::new(&SchemaName::parse("s").unwrap());
-        let stmt = &sql.open_before;
-        assert!(stmt.contains("FROM \"s\".wsp_snapshots"), "{stmt}");
-        for table in ["wsp_versions", "wsp_files", "wsp_events", "JOIN"] {
-            assert!(!stmt.contains(table), "{stmt}");
+        for stmt in [&sql.open_before, &sql.forget_released] {
+            assert!(stmt.contains("FROM \"s\".wsp_snapshots"), "{stmt}");
+            for table in ["wsp_versions", "wsp_files", "wsp_events", "JOIN"] {
+                assert!(!stmt.contains(table), "{stmt}");
+            }
+            assert!(stmt.contains("LIMIT $2"), "{stmt}");
         }
-        assert!(stmt.contains("released_at IS NULL") && stmt.contains("LIMIT $2"));
+        assert!(sql.open_before.contains("released_at IS NULL"));
+        assert!(sql.forget_released.contains("released_at IS NOT NULL"));
     }
 }

@@ -458,6 +458,14 @@ impl WorkspaceStore for SqliteStore {
         self.read(move |conn| snapshots::open_before(conn, cutoff, limit))
     }
 
+    fn forget_released_snapshots<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, usize> {
+        self.write(move |conn, _| snapshots::forget_released(conn, cutoff, limit))
+    }
+
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,

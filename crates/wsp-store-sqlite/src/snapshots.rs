@@ -34,6 +34,15 @@ const OPEN_BEFORE: &str = "
     ORDER BY created_at, id
     LIMIT ?2";
 
+/// Deletes the records of snapshots released before `?1` (microseconds), oldest release first,
+/// `?2` at most.
+const FORGET_RELEASED: &str = "
+    DELETE FROM snapshots WHERE (tenant, workspace, id) IN (
+        SELECT tenant, workspace, id FROM snapshots
+        WHERE released_at IS NOT NULL AND released_at < ?1
+        ORDER BY released_at, id
+        LIMIT ?2)";
+
 /// Releases an open snapshot; no row when it is unknown or already released.
 const RELEASE: &str = "
     UPDATE snapshots SET released_at = ?4, outcome = ?5
@@ -185,6 +194,18 @@ pub(crate) fn open_before(
             .collect()
         })
         .map_err(|e| sqlite_error("open snapshots", e))
+}
+
+/// Deletes the records of snapshots released before `cutoff`, at most `limit`; how many.
+pub(crate) fn forget_released(
+    conn: &Connection,
+    cutoff: chrono::DateTime<chrono::Utc>,
+    limit: usize,
+) -> Result<usize, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    conn.prepare_cached(FORGET_RELEASED)
+        .and_then(|mut stmt| stmt.execute((cutoff.timestamp_micros(), limit)))
+        .map_err(|e| sqlite_error("forget released snapshots", e))
 }
 
 /// A snapshot record from columns seq, label, created_at, released_at, outcome.

@@ -104,6 +104,14 @@ impl WorkspaceStore for TempStore {
         self.store.open_snapshots_before(cutoff, limit)
     }
 
+    fn forget_released_snapshots<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, usize> {
+        self.store.forget_released_snapshots(cutoff, limit)
+    }
+
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,

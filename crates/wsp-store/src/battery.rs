@@ -49,6 +49,7 @@ macro_rules! battery_tests {
             snapshots_outlive_retention_until_released,
             snapshots_belong_to_their_owner,
             open_snapshots_are_listed_for_housekeeping,
+            released_snapshots_are_forgotten_after_retention,
             the_feed_records_every_change_in_order,
             the_feed_is_per_owner_and_gap_free_under_races,
             subscribers_hear_of_commits,
@@ -956,6 +957,56 @@ where
         ids(s.open_snapshots_before(later, 10).await.unwrap()),
         [("b".to_owned(), "second".to_owned())]
     );
+}
+
+/// `forget_released_snapshots` deletes the records of snapshots released before the cutoff,
+/// oldest release first, up to the limit, and never an open one.
+pub async fn released_snapshots_are_forgotten_after_retention<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits::default()).await;
+    let (a, b) = (owner("a"), owner("b"));
+    put(&s, &a, "x.md", "A").await;
+    let mut released = Vec::new();
+    for (o, label) in [(&a, "one"), (&b, "two"), (&a, "three")] {
+        let snap = s.snapshot(o, label).await.unwrap();
+        let info = s.release_snapshot(o, &snap.id, "completed").await.unwrap();
+        released.push((o.clone(), info));
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let open = s.snapshot(&a, "open").await.unwrap();
+    let known = |o: &Owner, id: &str| {
+        let (o, id) = (o.clone(), id.to_owned());
+        let s = &s;
+        async move { s.snapshot_info(&o, &id).await.is_ok() }
+    };
+    let later = chrono::Utc::now() + chrono::Duration::seconds(1);
+    // Nothing was released before the first release.
+    let first_release = released[0].1.released.clone().unwrap().0;
+    assert_eq!(
+        s.forget_released_snapshots(first_release - chrono::Duration::seconds(1), 10)
+            .await
+            .unwrap(),
+        0
+    );
+    // The limit takes the oldest release first.
+    assert_eq!(s.forget_released_snapshots(later, 1).await.unwrap(), 1);
+    assert!(!known(&released[0].0, &released[0].1.id).await);
+    assert!(known(&released[1].0, &released[1].1.id).await);
+    assert_eq!(s.forget_released_snapshots(later, 10).await.unwrap(), 2);
+    for (o, info) in &released {
+        assert_eq!(
+            s.snapshot_info(o, &info.id).await,
+            Err(StoreError::NotFound)
+        );
+    }
+    // The open snapshot stays, and still reads.
+    assert!(known(&a, &open.id).await);
+    assert_eq!(s.list_at(&a, &open.id, &all()).await.unwrap().len(), 1);
+    assert_eq!(s.forget_released_snapshots(later, 10).await.unwrap(), 0);
 }
 
 /// Every write and delete appends one event, in commit order, with the wire's version.

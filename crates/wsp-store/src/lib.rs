@@ -350,6 +350,21 @@ pub trait WorkspaceStore: Send + Sync + 'static {
         Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
     }
 
+    /// Deletes the records of snapshots of every owner released before `cutoff`, oldest
+    /// release first, at most `limit`; returns how many. Afterwards they are unknown
+    /// (`NotFound`). Open snapshots are never touched.
+    ///
+    /// Housekeeping like [`open_snapshots_before`](Self::open_snapshots_before): not scoped to
+    /// an owner, never called to answer a caller.
+    fn forget_released_snapshots<'a>(
+        &'a self,
+        cutoff: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, usize> {
+        let _ = (cutoff, limit);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
     /// [`list`](Self::list) as of an open snapshot; `NotFound` when it is unknown or released.
     fn list_at<'a>(
         &'a self,

@@ -476,6 +476,37 @@ impl WorkspaceStore for MemoryStore {
         Box::pin(async move { Ok(open) })
     }
 
+    fn forget_released_snapshots<'a>(
+        &'a self,
+        cutoff: DateTime<Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, usize> {
+        let owners: Vec<Arc<RwLock<OwnerState>>> = self
+            .owners
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        // The oldest releases first, across owners, as the other backends do.
+        let mut released: Vec<(DateTime<Utc>, String, Arc<RwLock<OwnerState>>)> = Vec::new();
+        for state in &owners {
+            let st = state.read().unwrap_or_else(|e| e.into_inner());
+            released.extend(st.snapshots.values().filter_map(|s| match &s.released {
+                Some((at, _)) if *at < cutoff => Some((*at, s.id.clone(), state.clone())),
+                _ => None,
+            }));
+        }
+        released.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        released.truncate(limit);
+        for (_, id, state) in &released {
+            let mut st = state.write().unwrap_or_else(|e| e.into_inner());
+            st.snapshots.remove(id);
+        }
+        let forgotten = released.len();
+        Box::pin(async move { Ok(forgotten) })
+    }
+
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,

@@ -241,6 +241,15 @@ macro_rules! delegate_store {
                 $pick.open_snapshots_before(cutoff, limit)
             }
 
+            fn forget_released_snapshots<'a>(
+                &'a self,
+                cutoff: chrono::DateTime<chrono::Utc>,
+                limit: usize,
+            ) -> StoreFuture<'a, usize> {
+                let $this = self;
+                $pick.forget_released_snapshots(cutoff, limit)
+            }
+
             fn list_at<'a>(
                 &'a self,
                 owner: &'a Owner,

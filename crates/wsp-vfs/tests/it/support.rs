@@ -197,6 +197,15 @@ impl WorkspaceStore for RecordingStore {
         self.inner.open_snapshots_before(cutoff, limit)
     }
 
+    fn forget_released_snapshots<'a>(
+        &'a self,
+        cutoff: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> StoreFuture<'a, usize> {
+        self.record();
+        self.inner.forget_released_snapshots(cutoff, limit)
+    }
+
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,

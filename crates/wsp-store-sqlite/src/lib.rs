@@ -47,7 +47,9 @@
 //!   transaction, and keeps the newest [`SqliteOptions::feed_retention`] per owner (older ones
 //!   are dropped by a range delete in the same transaction). After each commit the store sends
 //!   a [`ChangeNotice`] to the receivers of [`subscribe`](WorkspaceStore::subscribe) on this
-//!   store and its clones.
+//!   store and its clones. Commits that another process makes to the same file are announced
+//!   too, within about a quarter of a second, by a watcher that runs while anyone subscribes
+//!   (`PRAGMA data_version` on the writer connection; see `watch`).
 //! - **Limits** are checked in the write transaction. Lowering `max_versions` between opens
 //!   applies to reads at once and frees storage at each path's next write.
 //!
@@ -80,6 +82,7 @@ mod readers;
 mod schema;
 mod side_file;
 mod snapshots;
+mod watch;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -238,6 +241,10 @@ struct Shared {
     path: PathBuf,
     policy: Policy,
     notices: broadcast::Sender<ChangeNotice>,
+    /// What was announced, so the watcher of other processes' commits repeats nothing.
+    announced: std::sync::Mutex<watch::Announced>,
+    /// The watcher of other processes' commits, while anyone subscribes.
+    watcher: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     // Dropped before the writer, so that the writer closes last and its close checkpoints the
     // WAL into the database file and removes it.
     readers: ReaderPool,
@@ -288,6 +295,8 @@ impl SqliteStore {
                     feed_retention: options.feed_retention,
                 },
                 notices: broadcast::channel(NOTICE_BUFFER).0,
+                announced: std::sync::Mutex::default(),
+                watcher: std::sync::Mutex::default(),
                 readers: ReaderPool::new(readers),
                 writer: Arc::new(tokio::sync::Mutex::new(writer)),
             }),
@@ -338,6 +347,11 @@ impl SqliteStore {
             // Sent after COMMIT returned and under the writer lock, so notices arrive in
             // sequence order and never announce a change that could still roll back. No
             // receiver is fine: nobody is watching.
+            shared
+                .announced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .own(&owner, seq);
             let _ = shared.notices.send(ChangeNotice { owner, seq });
             Ok(value)
         })
@@ -496,12 +510,14 @@ impl WorkspaceStore for SqliteStore {
         self.read(move |conn| feed::changes(conn, &owner, after, limit))
     }
 
-    /// Notices of the changes committed through this store and its clones. A second
-    /// [`SqliteStore`] opened on the same file (another process, say) has its own channel:
-    /// its commits reach its own subscribers, and readers here see them by polling
-    /// [`changes`](WorkspaceStore::changes).
+    /// Notices of the changes committed through this store and its clones at once, and of
+    /// those another process (or another [`SqliteStore`] on the same file) commits within about
+    /// a quarter of a second: while anyone subscribes, a watcher checks the file for commits it
+    /// did not make (`PRAGMA data_version`).
     fn subscribe(&self) -> Option<broadcast::Receiver<ChangeNotice>> {
-        Some(self.shared.notices.subscribe())
+        let rx = self.shared.notices.subscribe();
+        watch::ensure_watching(&self.shared);
+        Some(rx)
     }
 }
 

@@ -848,3 +848,61 @@ async fn a_write_does_not_rewrite_the_previous_version() {
         big
     );
 }
+
+/// The next notice on `rx` within `wait`, if any.
+async fn notice_within(
+    rx: &mut tokio::sync::broadcast::Receiver<wsp_store::ChangeNotice>,
+    wait: Duration,
+) -> Option<wsp_store::ChangeNotice> {
+    tokio::time::timeout(wait, rx.recv())
+        .await
+        .ok()
+        .map(|r| r.expect("the channel stays open"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_of_another_process_are_announced_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two stores on one file: what two processes sharing a data directory do.
+    let here = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let there = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let (a, b) = (owner("a"), owner("b"));
+    put(&here, &a, "before.md", "1").await;
+    let mut rx = here.subscribe().expect("SQLite notifies");
+    // Let the watcher learn where things stand before the other process writes.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+
+    put(&there, &b, "x.md", "from elsewhere").await;
+    let n = notice_within(&mut rx, Duration::from_secs(5))
+        .await
+        .expect("a commit of another process is announced");
+    assert_eq!((n.owner, n.seq), (b.clone(), 1));
+
+    // This store's own commit is announced at once, and only once.
+    put(&here, &a, "after.md", "2").await;
+    let n = notice_within(&mut rx, Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!((n.owner, n.seq), (a.clone(), 2));
+    assert!(
+        notice_within(&mut rx, Duration::from_millis(800))
+            .await
+            .is_none(),
+        "a commit of this store was announced again"
+    );
+
+    // Several commits elsewhere between two checks: one notice with the newest sequence.
+    for i in 0..3 {
+        put(&there, &a, &format!("many-{i}.md"), "x").await;
+    }
+    let mut last = 0;
+    while let Some(n) = notice_within(&mut rx, Duration::from_secs(2)).await {
+        assert_eq!(n.owner, a);
+        assert!(n.seq > last, "notices go forward: {} after {last}", n.seq);
+        last = n.seq;
+        if last == 5 {
+            break;
+        }
+    }
+    assert_eq!(last, 5, "the newest sequence of owner a was announced");
+}

@@ -1,10 +1,10 @@
 //! `wsp agents`: the agent inventory and publishing on a running host (through `wsp-client`),
-//! and pack approvals in a data directory.
+//! and pack approvals where the server keeps them.
 //!
-//! Approvals made here live in `<data dir>/approvals.sqlite3`. A running `wsp serve` on that
-//! data directory reads the file on every inventory request, so an approval or a revocation
-//! counts at once, added to the approvals of the configuration file (which only an edit of
-//! that file and a restart change).
+//! Approvals made here live in `<data dir>/approvals.sqlite3`, or with `--store postgres://...`
+//! in the PostgreSQL store's database, shared by every replica. A running `wsp serve` reads them
+//! on every inventory request, so an approval or a revocation counts at once, added to the
+//! approvals of the configuration file (which only an edit of that file and a restart change).
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 use wsp_client::Client;
 use wsp_server::ConfigAgentRegistry;
 use wsp_store::approvals::ApprovalRegistry;
+use wsp_store_postgres::{PgApprovals, PgOptions};
 use wsp_store_sqlite::approvals::SqliteApprovals;
 use wsp_types::wire::PublishRequest;
 use wsp_types::{Owner, OwnerId, WorkspacePath};
@@ -71,11 +72,65 @@ pub struct HttpArgs {
     json: bool,
 }
 
+/// Where a server keeps the approvals made while it runs.
 #[derive(Debug, Args)]
-pub struct ApprovalArgs {
-    /// The server's data directory.
+pub struct ApprovalLocation {
+    /// The server's data directory (its `approvals.sqlite3`).
     #[arg(long, default_value = "./wsp-data")]
     data: PathBuf,
+    /// A PostgreSQL store (`postgres://...`) instead of --data: the approvals every replica
+    /// reads.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// The PostgreSQL schema of the store (as `wsp serve --pg-schema`).
+    #[arg(long, default_value = "public")]
+    pg_schema: String,
+}
+
+impl ApprovalLocation {
+    /// The stored approvals. From a data directory: with `create`, the directory and file are
+    /// created if missing; without, `None` when there is no file yet.
+    async fn open(&self, create: bool) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
+        if let Some(url) = &self.store {
+            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                return Err(CliError("--store must be a postgres:// URL".into()));
+            }
+            let options = PgOptions {
+                schema: self.pg_schema.clone(),
+                ..PgOptions::default()
+            };
+            let approvals = PgApprovals::connect(url, options)
+                .await
+                .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
+            return Ok(Some(Box::new(approvals)));
+        }
+        let file = approvals_file(&self.data);
+        if create {
+            std::fs::create_dir_all(&self.data).map_err(|e| {
+                CliError(format!(
+                    "cannot use data directory {}: {e}",
+                    self.data.display()
+                ))
+            })?;
+        } else if !file.is_file() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(SqliteApprovals::open(&file)?)))
+    }
+
+    /// Where the approvals are, for messages (never the store URL, which may hold a password).
+    fn describe(&self) -> String {
+        match &self.store {
+            Some(_) => format!("the PostgreSQL store (schema {})", self.pg_schema),
+            None => approvals_file(&self.data).display().to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ApprovalArgs {
+    #[command(flatten)]
+    location: ApprovalLocation,
     /// The tenant whose workspace approves.
     #[arg(long)]
     tenant: String,
@@ -92,9 +147,8 @@ pub struct ApprovalArgs {
 
 #[derive(Debug, Args)]
 pub struct ListApprovalsArgs {
-    /// The server's data directory.
-    #[arg(long, default_value = "./wsp-data")]
-    data: PathBuf,
+    #[command(flatten)]
+    location: ApprovalLocation,
     /// The server's configuration file, to list its approvals too.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -132,13 +186,10 @@ fn owner(a: &ApprovalArgs) -> Result<Owner, CliError> {
 }
 
 /// The stored approvals; `None` when the data directory has no approvals file yet.
-fn existing_approvals(data: &Path) -> Result<Option<SqliteApprovals>, CliError> {
-    let file = approvals_file(data);
-    if file.is_file() {
-        Ok(Some(SqliteApprovals::open(&file)?))
-    } else {
-        Ok(None)
-    }
+async fn existing_approvals(
+    location: &ApprovalLocation,
+) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
+    location.open(false).await
 }
 
 /// Runs a `wsp agents` subcommand.
@@ -206,13 +257,11 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
         AgentsCommand::Approve(a) => {
             let owner = owner(&a)?;
             check_packs(&a)?;
-            std::fs::create_dir_all(&a.data).map_err(|e| {
-                CliError(format!(
-                    "cannot use data directory {}: {e}",
-                    a.data.display()
-                ))
-            })?;
-            let store = SqliteApprovals::open(&approvals_file(&a.data))?;
+            let store = a
+                .location
+                .open(true)
+                .await?
+                .ok_or_else(|| CliError("the approvals could not be opened".into()))?;
             for pack in &a.packs {
                 if store.approve(&owner, pack).await? {
                     println!(
@@ -233,7 +282,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                 Some(path) => Some((path, registry_of(path)?)),
                 None => None,
             };
-            let store = existing_approvals(&a.data)?;
+            let store = existing_approvals(&a.location).await?;
             for pack in &a.packs {
                 let removed = match &store {
                     Some(s) => s.revoke(&owner, pack).await?,
@@ -266,7 +315,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                             "no stored approval of pack {pack} for tenant {} workspace {} in {}",
                             owner.tenant,
                             owner.workspace,
-                            approvals_file(&a.data).display()
+                            a.location.describe()
                         )));
                     }
                 }
@@ -279,7 +328,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                     rows.push((owner.clone(), pack.to_owned(), "config".into()));
                 }
             }
-            if let Some(store) = existing_approvals(&a.data)? {
+            if let Some(store) = existing_approvals(&a.location).await? {
                 for x in store.list().await? {
                     rows.push((
                         x.owner,

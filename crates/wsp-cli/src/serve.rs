@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use wsp_server::{AppState, KeyAuthenticator, ServerConfig};
+use wsp_store::approvals::ApprovalRegistry;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::{IdempotencyRecords, Limits, MemoryIdempotency, MemoryStore, WorkspaceStore};
 use wsp_store_postgres::{PgOptions, PgStore};
@@ -142,6 +143,9 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     std::fs::create_dir_all(&args.data).map_err(|e| data_dir_error(&e))?;
     // Idempotency-Key records live with the data: in PostgreSQL, shared by the replicas; in
     // the SQLite file, surviving a restart; in memory with the memory store.
+    // Approvals made while the server runs: in PostgreSQL with its store, shared by the
+    // replicas; otherwise in the data directory (opened only when [agents] is configured).
+    let mut pg_approvals: Option<Arc<dyn ApprovalRegistry>> = None;
     let (store, registry, idempotency): (
         Arc<dyn WorkspaceStore>,
         Arc<dyn KeyRegistry>,
@@ -153,6 +157,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
                 .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
             let keys = pg.key_registry();
             let records = pg.idempotency_records();
+            pg_approvals = Some(Arc::new(pg.approvals()));
             (Arc::new(pg), Arc::new(keys), Arc::new(records))
         }
         kind => {
@@ -191,18 +196,21 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     )
     .with_idempotency(idempotency);
     // [agents]: the inventory, agent principals and publishing; approvals made with
-    // `wsp agents approve` live in the data directory and count at once.
+    // `wsp agents approve` count at once.
     let state = match file_config.agents() {
         Some(agents) => {
-            let stored = SqliteApprovals::open(&approvals_file(&args.data)).map_err(|e| {
-                CliError(format!(
-                    "cannot use data directory {}: {e}",
-                    args.data.display()
-                ))
-            })?;
-            state.with_agents(Arc::new(
-                agents.clone().with_stored_approvals(Arc::new(stored)),
-            ))
+            let stored: Arc<dyn ApprovalRegistry> = match pg_approvals {
+                Some(pg) => pg,
+                None => Arc::new(SqliteApprovals::open(&approvals_file(&args.data)).map_err(
+                    |e| {
+                        CliError(format!(
+                            "cannot use data directory {}: {e}",
+                            args.data.display()
+                        ))
+                    },
+                )?),
+            };
+            state.with_agents(Arc::new(agents.clone().with_stored_approvals(stored)))
         }
         None => state,
     };

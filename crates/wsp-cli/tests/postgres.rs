@@ -40,11 +40,15 @@ impl Drop for Replica {
     }
 }
 
+fn replica(db: &str, schema: &str) -> Replica {
+    replica_with(db, schema, &[])
+}
+
 #[expect(
     clippy::zombie_processes,
     reason = "Replica's Drop kills and waits for the child"
 )]
-fn replica(db: &str, schema: &str) -> Replica {
+fn replica_with(db: &str, schema: &str, extra: &[&str]) -> Replica {
     let data = tempfile::tempdir().unwrap();
     let mut child = Command::new(WSP)
         .args([
@@ -55,8 +59,9 @@ fn replica(db: &str, schema: &str) -> Replica {
             db,
             "--pg-schema",
             schema,
-            "--data",
         ])
+        .args(extra)
+        .arg("--data")
         .arg(data.path())
         .env("WSP_LOG", "warn")
         .stdout(Stdio::piped())
@@ -324,6 +329,110 @@ async fn an_idempotency_key_used_on_one_replica_replays_on_another() {
         .await
         .unwrap();
     assert_eq!((live.version.get(), live.content.as_str()), (1, "once"));
+    drop(replicas);
+    drop_schema(&db, &schema).await;
+}
+
+/// A tenant-scoped inventory of one pack, for the approvals test.
+const AGENTS: &str = r#"
+[agents]
+install_scope = "tenant"
+
+[[agents.packs]]
+name = "acme.reviewer"
+version = "1.0.0"
+
+[[agents.packs.agents]]
+id = "acme.reviewer.default"
+persona = "Code Reviewer"
+model_class = "coding"
+tool_allowlist = []
+system_prompt_ref = "prompts/reviewer.md"
+"#;
+
+/// Runs `wsp ARGS` and returns its standard output; panics with its standard error on failure.
+fn wsp_ok(args: &[&str]) -> String {
+    let out = Command::new(WSP).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "wsp {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_made_against_the_store_count_on_every_replica() {
+    let Some(db) = database_url() else { return };
+    let schema = random_schema();
+    let key = wsp_ok(&[
+        "keys",
+        "create",
+        "--store",
+        &db,
+        "--pg-schema",
+        &schema,
+        "--tenant",
+        "t",
+        "--workspace",
+        "w",
+    ])
+    .lines()
+    .last()
+    .unwrap()
+    .to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("wsp.toml");
+    std::fs::write(&config, AGENTS).unwrap();
+    let config = config.display().to_string();
+    let replicas: Vec<Replica> = (0..2)
+        .map(|_| replica_with(&db, &schema, &["--config", &config]))
+        .collect();
+    let totals = || async {
+        let mut totals = Vec::new();
+        for r in &replicas {
+            let client = Client::new(&r.url).unwrap().with_key(key.clone());
+            totals.push(client.agents().await.unwrap().total);
+        }
+        totals
+    };
+    assert_eq!(totals().await, [0, 0], "nothing approved yet");
+
+    let at = ["--store", db.as_str(), "--pg-schema", schema.as_str()];
+    let approve = [
+        &["agents", "approve"][..],
+        &at,
+        &[
+            "--config",
+            &config,
+            "--tenant",
+            "t",
+            "--workspace",
+            "w",
+            "acme.reviewer",
+        ],
+    ]
+    .concat();
+    let out = wsp_ok(&approve);
+    assert!(
+        out.contains("approved pack acme.reviewer for tenant t workspace w"),
+        "{out}"
+    );
+    assert_eq!(totals().await, [1, 1], "counts at once on every replica");
+
+    let listed = wsp_ok(&[&["agents", "approvals"][..], &at, &["--json"]].concat());
+    assert!(listed.contains("\"pack\": \"acme.reviewer\""), "{listed}");
+    assert!(listed.contains("\"source\": \"stored\""), "{listed}");
+
+    let revoke = [
+        &["agents", "revoke"][..],
+        &at,
+        &["--tenant", "t", "--workspace", "w", "acme.reviewer"],
+    ]
+    .concat();
+    let out = wsp_ok(&revoke);
+    assert!(out.contains("revoked pack acme.reviewer"), "{out}");
+    assert_eq!(totals().await, [0, 0], "revoked at once on every replica");
     drop(replicas);
     drop_schema(&db, &schema).await;
 }

@@ -21,7 +21,8 @@
 //! - **Reads** are single statements, each on one consistent snapshot. A list is one range of
 //!   the path table's primary key (the live version's metadata sits on the path row).
 //! - **Schema** (tables `wsp_owners`, `wsp_files`, `wsp_versions`, `wsp_changes`,
-//!   `wsp_snapshots`, `wsp_keys`, in the schema named by [`PgOptions::schema`]) mirrors the
+//!   `wsp_snapshots`, `wsp_keys`, `wsp_idempotency`, `wsp_approvals`, in the schema named by
+//!   [`PgOptions::schema`]) mirrors the
 //!   SQLite store's data model: a per-owner `seq` taken by every write and delete, recorded on
 //!   each stored version, on each path's latest change and in the feed. Text keys collate as
 //!   `"C"`, so lists sort in byte order and prefixes are primary-key ranges. Migrations are
@@ -82,6 +83,7 @@
 //! test returns without doing anything. One test needs no database and always runs (connect
 //! refusals).
 
+mod approvals;
 mod failure;
 mod files;
 mod idempotency;
@@ -105,6 +107,7 @@ use wsp_store::{
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
+pub use approvals::PgApprovals;
 pub use idempotency::PgIdempotency;
 pub use keys::PgKeyRegistry;
 pub use schema::SCHEMA_VERSION;
@@ -425,6 +428,11 @@ impl PgStore {
     /// The key registry in the same database and schema, sharing this store's connections.
     pub fn key_registry(&self) -> PgKeyRegistry {
         PgKeyRegistry::new(self.inner.db.clone())
+    }
+
+    /// The pack approvals in the same database and schema, sharing this store's connections.
+    pub fn approvals(&self) -> PgApprovals {
+        PgApprovals::new(self.inner.db.clone())
     }
 
     /// The schema holding this store's tables.

@@ -180,6 +180,19 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX wsp_idempotency_by_age ON {s}.wsp_idempotency (created_at);
         "#,
     },
+    // 6: pack approvals made while the hosts run (approvals.rs), shared by the replicas.
+    Migration {
+        description: "pack approvals",
+        sql: r#"
+        CREATE TABLE {s}.wsp_approvals (
+            tenant      text        COLLATE "C" NOT NULL,
+            workspace   text        COLLATE "C" NOT NULL,
+            pack        text        COLLATE "C" NOT NULL,
+            approved_at timestamptz NOT NULL,
+            PRIMARY KEY (tenant, workspace, pack)
+        );
+        "#,
+    },
 ];
 
 /// A validated PostgreSQL schema name: 1 to 63 characters of `a-z`, `0-9` and `_`, starting

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod approvals;
 mod battery;
 mod idempotency;
 mod keys;

@@ -347,6 +347,7 @@ async fn an_older_schema_with_data_is_migrated() {
             "ALTER TABLE {s}.wsp_files DROP COLUMN content_type, DROP COLUMN author,
                  DROP COLUMN updated_at, DROP COLUMN size;
              DROP TABLE {s}.wsp_idempotency;
+             DROP TABLE {s}.wsp_approvals;
              DELETE FROM {s}.wsp_schema_migrations WHERE version >= 4;",
         ))
         .await

@@ -1,14 +1,16 @@
 //! What every long-running `wsp` command shares: logging to standard error, and stopping on
 //! Ctrl-C or SIGTERM.
 
-/// Logs to standard error at the level `WSP_LOG` names (default `info`); `ansi` colours them.
+/// Logs to standard error at the level `WSP_LOG` names (default `info`); `ansi` colours them
+/// when standard error is a terminal.
 pub fn init_logging(ansi: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("WSP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(ansi)
+        // Colours only for a person at a terminal, never into a log file or a pipe.
+        .with_ansi(ansi && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 

@@ -505,3 +505,42 @@ fn idempotency_replays_survive_a_restart_on_sqlite() {
         assert_eq!((live.version.get(), live.content.as_str()), (1, "once"));
     });
 }
+
+#[cfg(unix)]
+#[test]
+fn sigterm_drains_and_logs_without_terminal_colours() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(WSP)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(dir.path())
+        .env("WSP_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines
+            .next()
+            .expect("wsp serve reports its address")
+            .unwrap();
+        if line.starts_with("wsp listening on ") {
+            break;
+        }
+    }
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "exit after SIGTERM: {}", out.status);
+    let log = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        log.contains("shutting down: draining in-flight requests"),
+        "{log}"
+    );
+    // Standard error is a pipe here, not a terminal: no colour escapes in the log.
+    assert!(!log.contains('\x1b'), "{log:?}");
+}

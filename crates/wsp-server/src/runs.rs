@@ -27,6 +27,13 @@ struct RunLabel {
     ttl_seconds: u64,
 }
 
+impl RunLabel {
+    /// Whether a run taken at `created_at` with this label has outlived its time to live.
+    fn expired(&self, created_at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> bool {
+        now >= created_at + chrono::Duration::seconds(self.ttl_seconds as i64)
+    }
+}
+
 const RUNS: &str = "/v1/runs/";
 
 fn run_not_found(id: &str) -> ApiError {
@@ -61,8 +68,7 @@ async fn load(
         .await
         .map_err(|e| map(e, id))?;
     let label: RunLabel = serde_json::from_str(&info.label).map_err(|_| run_not_found(id))?;
-    let expires = info.created_at + chrono::Duration::seconds(label.ttl_seconds as i64);
-    if info.released.is_none() && Utc::now() >= expires {
+    if info.released.is_none() && label.expired(info.created_at, Utc::now()) {
         info = store
             .release_snapshot(owner, id, "completed")
             .await
@@ -103,8 +109,7 @@ pub async fn sweep_runs(state: &AppState) -> Result<RunSweep, StoreError> {
                 all_ended = false;
                 continue;
             };
-            let expires = info.created_at + chrono::Duration::seconds(label.ttl_seconds as i64);
-            if now < expires {
+            if !label.expired(info.created_at, now) {
                 all_ended = false;
                 continue;
             }

@@ -88,31 +88,47 @@ pub struct ApprovalLocation {
 }
 
 impl ApprovalLocation {
-    /// The stored approvals. From a data directory: with `create`, the directory and file are
-    /// created if missing; without, `None` when there is no file yet.
-    async fn open(&self, create: bool) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
-        if let Some(url) = &self.store {
-            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-                return Err(CliError("--store must be a postgres:// URL".into()));
-            }
-            let options = PgOptions {
-                schema: self.pg_schema.clone(),
-                ..PgOptions::default()
-            };
-            let approvals = PgApprovals::connect(url, options)
-                .await
-                .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
-            return Ok(Some(Box::new(approvals)));
+    /// The approvals in the PostgreSQL store, when `--store` names one.
+    async fn postgres(&self) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
+        let Some(url) = &self.store else {
+            return Ok(None);
+        };
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(CliError("--store must be a postgres:// URL".into()));
+        }
+        let options = PgOptions {
+            schema: self.pg_schema.clone(),
+            ..PgOptions::default()
+        };
+        let approvals = PgApprovals::connect(url, options)
+            .await
+            .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
+        Ok(Some(Box::new(approvals)))
+    }
+
+    /// The stored approvals, creating the data directory and its file if missing.
+    async fn open_or_create(&self) -> Result<Box<dyn ApprovalRegistry>, CliError> {
+        if let Some(pg) = self.postgres().await? {
+            return Ok(pg);
+        }
+        std::fs::create_dir_all(&self.data).map_err(|e| {
+            CliError(format!(
+                "cannot use data directory {}: {e}",
+                self.data.display()
+            ))
+        })?;
+        Ok(Box::new(SqliteApprovals::open(&approvals_file(
+            &self.data,
+        ))?))
+    }
+
+    /// The stored approvals; `None` when the data directory has no approvals file yet.
+    async fn existing(&self) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
+        if let Some(pg) = self.postgres().await? {
+            return Ok(Some(pg));
         }
         let file = approvals_file(&self.data);
-        if create {
-            std::fs::create_dir_all(&self.data).map_err(|e| {
-                CliError(format!(
-                    "cannot use data directory {}: {e}",
-                    self.data.display()
-                ))
-            })?;
-        } else if !file.is_file() {
+        if !file.is_file() {
             return Ok(None);
         }
         Ok(Some(Box::new(SqliteApprovals::open(&file)?)))
@@ -185,13 +201,6 @@ fn owner(a: &ApprovalArgs) -> Result<Owner, CliError> {
         .map_err(|e| CliError(format!("--tenant/--workspace: {e}")))
 }
 
-/// The stored approvals; `None` when the data directory has no approvals file yet.
-async fn existing_approvals(
-    location: &ApprovalLocation,
-) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
-    location.open(false).await
-}
-
 /// Runs a `wsp agents` subcommand.
 pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
     use crate::files::wire_error;
@@ -257,11 +266,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
         AgentsCommand::Approve(a) => {
             let owner = owner(&a)?;
             check_packs(&a)?;
-            let store = a
-                .location
-                .open(true)
-                .await?
-                .ok_or_else(|| CliError("the approvals could not be opened".into()))?;
+            let store = a.location.open_or_create().await?;
             for pack in &a.packs {
                 if store.approve(&owner, pack).await? {
                     println!(
@@ -282,7 +287,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                 Some(path) => Some((path, registry_of(path)?)),
                 None => None,
             };
-            let store = existing_approvals(&a.location).await?;
+            let store = a.location.existing().await?;
             for pack in &a.packs {
                 let removed = match &store {
                     Some(s) => s.revoke(&owner, pack).await?,
@@ -328,7 +333,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                     rows.push((owner.clone(), pack.to_owned(), "config".into()));
                 }
             }
-            if let Some(store) = existing_approvals(&a.location).await? {
+            if let Some(store) = a.location.existing().await? {
                 for x in store.list().await? {
                     rows.push((
                         x.owner,

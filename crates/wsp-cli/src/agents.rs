@@ -12,13 +12,14 @@ use clap::{Args, Subcommand};
 use wsp_client::Client;
 use wsp_server::ConfigAgentRegistry;
 use wsp_store::approvals::ApprovalRegistry;
-use wsp_store_postgres::{PgApprovals, PgOptions};
+use wsp_store_postgres::PgApprovals;
 use wsp_store_sqlite::approvals::SqliteApprovals;
 use wsp_types::wire::PublishRequest;
 use wsp_types::{Owner, OwnerId, WorkspacePath};
 
 use crate::CliError;
 use crate::config::FileConfig;
+use crate::location::{StoreLocation, unusable_postgres};
 
 /// The approvals file inside a data directory.
 pub fn approvals_file(data: &Path) -> PathBuf {
@@ -72,81 +73,58 @@ pub struct HttpArgs {
     json: bool,
 }
 
-/// Where a server keeps the approvals made while it runs.
-#[derive(Debug, Args)]
-pub struct ApprovalLocation {
-    /// The server's data directory (its `approvals.sqlite3`).
-    #[arg(long, default_value = "./wsp-data")]
-    data: PathBuf,
-    /// A PostgreSQL store (`postgres://...`) instead of --data: the approvals every replica
-    /// reads.
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
-    /// The PostgreSQL schema of the store (as `wsp serve --pg-schema`).
-    #[arg(long, default_value = "public")]
-    pg_schema: String,
+/// The approvals in the PostgreSQL store, when `--store` names one.
+async fn postgres_approvals(
+    location: &StoreLocation,
+) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
+    let Some((url, options)) = location.postgres()? else {
+        return Ok(None);
+    };
+    let approvals = PgApprovals::connect(url, options)
+        .await
+        .map_err(unusable_postgres)?;
+    Ok(Some(Box::new(approvals)))
 }
 
-impl ApprovalLocation {
-    /// The approvals in the PostgreSQL store, when `--store` names one.
-    async fn postgres(&self) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
-        let Some(url) = &self.store else {
-            return Ok(None);
-        };
-        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-            return Err(CliError("--store must be a postgres:// URL".into()));
-        }
-        let options = PgOptions {
-            schema: self.pg_schema.clone(),
-            ..PgOptions::default()
-        };
-        let approvals = PgApprovals::connect(url, options)
-            .await
-            .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
-        Ok(Some(Box::new(approvals)))
+/// The stored approvals, creating the data directory and its file if missing.
+async fn open_or_create_approvals(
+    location: &StoreLocation,
+) -> Result<Box<dyn ApprovalRegistry>, CliError> {
+    if let Some(pg) = postgres_approvals(location).await? {
+        return Ok(pg);
     }
+    location.create_data_dir()?;
+    Ok(Box::new(SqliteApprovals::open(&approvals_file(
+        &location.data,
+    ))?))
+}
 
-    /// The stored approvals, creating the data directory and its file if missing.
-    async fn open_or_create(&self) -> Result<Box<dyn ApprovalRegistry>, CliError> {
-        if let Some(pg) = self.postgres().await? {
-            return Ok(pg);
-        }
-        std::fs::create_dir_all(&self.data).map_err(|e| {
-            CliError(format!(
-                "cannot use data directory {}: {e}",
-                self.data.display()
-            ))
-        })?;
-        Ok(Box::new(SqliteApprovals::open(&approvals_file(
-            &self.data,
-        ))?))
+/// The stored approvals; `None` when the data directory has no approvals file yet.
+async fn existing_approvals(
+    location: &StoreLocation,
+) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
+    if let Some(pg) = postgres_approvals(location).await? {
+        return Ok(Some(pg));
     }
-
-    /// The stored approvals; `None` when the data directory has no approvals file yet.
-    async fn existing(&self) -> Result<Option<Box<dyn ApprovalRegistry>>, CliError> {
-        if let Some(pg) = self.postgres().await? {
-            return Ok(Some(pg));
-        }
-        let file = approvals_file(&self.data);
-        if !file.is_file() {
-            return Ok(None);
-        }
-        Ok(Some(Box::new(SqliteApprovals::open(&file)?)))
+    let file = approvals_file(&location.data);
+    if !file.is_file() {
+        return Ok(None);
     }
+    Ok(Some(Box::new(SqliteApprovals::open(&file)?)))
+}
 
-    /// Where the approvals are, for messages (never the store URL, which may hold a password).
-    fn describe(&self) -> String {
-        match &self.store {
-            Some(_) => format!("the PostgreSQL store (schema {})", self.pg_schema),
-            None => approvals_file(&self.data).display().to_string(),
-        }
+/// Where the approvals are, for messages (never the store URL, which may hold a password).
+fn describe(location: &StoreLocation) -> String {
+    match &location.store {
+        Some(_) => format!("the PostgreSQL store (schema {})", location.pg_schema),
+        None => approvals_file(&location.data).display().to_string(),
     }
 }
 
 #[derive(Debug, Args)]
 pub struct ApprovalArgs {
     #[command(flatten)]
-    location: ApprovalLocation,
+    location: StoreLocation,
     /// The tenant whose workspace approves.
     #[arg(long)]
     tenant: String,
@@ -164,7 +142,7 @@ pub struct ApprovalArgs {
 #[derive(Debug, Args)]
 pub struct ListApprovalsArgs {
     #[command(flatten)]
-    location: ApprovalLocation,
+    location: StoreLocation,
     /// The server's configuration file, to list its approvals too.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -266,7 +244,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
         AgentsCommand::Approve(a) => {
             let owner = owner(&a)?;
             check_packs(&a)?;
-            let store = a.location.open_or_create().await?;
+            let store = open_or_create_approvals(&a.location).await?;
             for pack in &a.packs {
                 if store.approve(&owner, pack).await? {
                     println!(
@@ -287,7 +265,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                 Some(path) => Some((path, registry_of(path)?)),
                 None => None,
             };
-            let store = a.location.existing().await?;
+            let store = existing_approvals(&a.location).await?;
             for pack in &a.packs {
                 let removed = match &store {
                     Some(s) => s.revoke(&owner, pack).await?,
@@ -320,7 +298,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                             "no stored approval of pack {pack} for tenant {} workspace {} in {}",
                             owner.tenant,
                             owner.workspace,
-                            a.location.describe()
+                            describe(&a.location)
                         )));
                     }
                 }
@@ -333,7 +311,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                     rows.push((owner.clone(), pack.to_owned(), "config".into()));
                 }
             }
-            if let Some(store) = a.location.existing().await? {
+            if let Some(store) = existing_approvals(&a.location).await? {
                 for x in store.list().await? {
                     rows.push((
                         x.owner,

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use clap::{Args, Subcommand};
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::shared::{private_workspace, shared_workspace};
-use wsp_store_postgres::{PgKeyRegistry, PgOptions};
+use wsp_store_postgres::PgKeyRegistry;
 use wsp_store_sqlite::keys::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
 use crate::CliError;
+use crate::location::{StoreLocation, unusable_postgres};
 
 /// The key file inside a data directory.
 pub fn key_file(data: &Path) -> PathBuf {
@@ -30,7 +31,7 @@ pub enum KeysCommand {
 #[derive(Debug, Args)]
 pub struct CreateArgs {
     #[command(flatten)]
-    location: KeyLocation,
+    location: StoreLocation,
     /// Tenant the key acts in.
     #[arg(long)]
     tenant: String,
@@ -57,7 +58,7 @@ pub struct CreateArgs {
 #[derive(Debug, Args)]
 pub struct ListArgs {
     #[command(flatten)]
-    location: KeyLocation,
+    location: StoreLocation,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -66,58 +67,34 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 pub struct RevokeArgs {
     #[command(flatten)]
-    location: KeyLocation,
+    location: StoreLocation,
     /// The key id (the 12 hex digits after `wsp_`).
     id: String,
 }
 
-/// Where the keys are: the data directory's key file, or a PostgreSQL store's database.
-#[derive(Debug, Clone, Args)]
-pub struct KeyLocation {
-    /// The server's data directory (its `keys.sqlite3`).
-    #[arg(long, default_value = "./wsp-data")]
-    data: PathBuf,
-    /// A PostgreSQL store (`postgres://...`) instead of --data: the keys every replica reads.
-    #[arg(long, value_name = "URL")]
-    store: Option<String>,
-    /// The PostgreSQL schema of the store (as `wsp serve --pg-schema`).
-    #[arg(long, default_value = "public")]
-    pg_schema: String,
-}
-
-impl KeyLocation {
-    /// Opens the registry; with `create`, a missing data directory or key file is created.
-    async fn open(&self, create: bool) -> Result<Arc<dyn KeyRegistry>, CliError> {
-        if let Some(url) = &self.store {
-            if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-                return Err(CliError("--store must be a postgres:// URL".into()));
-            }
-            let options = PgOptions {
-                schema: self.pg_schema.clone(),
-                ..PgOptions::default()
-            };
-            let registry = PgKeyRegistry::connect(url, options)
-                .await
-                .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
-            return Ok(Arc::new(registry));
-        }
-        let file = key_file(&self.data);
-        if create {
-            std::fs::create_dir_all(&self.data).map_err(|e| {
-                CliError(format!(
-                    "cannot use data directory {}: {e}",
-                    self.data.display()
-                ))
-            })?;
-        } else if !file.is_file() {
-            return Err(CliError(format!(
-                "no key file at {} (start `wsp serve --data {}` once, or create a key there first)",
-                file.display(),
-                self.data.display()
-            )));
-        }
-        Ok(Arc::new(SqliteKeyRegistry::open(&file)?))
+/// Opens the key registry at `location`; with `create`, a missing data directory or key file
+/// is created.
+async fn open_keys(
+    location: &StoreLocation,
+    create: bool,
+) -> Result<Arc<dyn KeyRegistry>, CliError> {
+    if let Some((url, options)) = location.postgres()? {
+        let registry = PgKeyRegistry::connect(url, options)
+            .await
+            .map_err(unusable_postgres)?;
+        return Ok(Arc::new(registry));
     }
+    let file = key_file(&location.data);
+    if create {
+        location.create_data_dir()?;
+    } else if !file.is_file() {
+        return Err(CliError(format!(
+            "no key file at {} (start `wsp serve --data {}` once, or create a key there first)",
+            file.display(),
+            location.data.display()
+        )));
+    }
+    Ok(Arc::new(SqliteKeyRegistry::open(&file)?))
 }
 
 /// The owner a new key names and the agent it acts as: `--workspace W`, or `--user U --agent
@@ -158,7 +135,7 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
                 Some(s) => Scopes::parse(s).map_err(|e| CliError(format!("--scopes: {e}")))?,
                 None => Scopes::all(),
             };
-            let registry = a.location.open(true).await?;
+            let registry = open_keys(&a.location, true).await?;
             let key = ApiKey::generate();
             let mut record = KeyRecord::new(&key, owner.clone(), principal.clone(), scopes);
             record.agent = agent.clone();
@@ -183,7 +160,7 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
             Ok(())
         }
         KeysCommand::List(a) => {
-            let records = a.location.open(false).await?.list().await?;
+            let records = open_keys(&a.location, false).await?.list().await?;
             if a.json {
                 let rows: Vec<_> = records
                     .iter()
@@ -218,7 +195,7 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
             let id =
                 a.id.strip_prefix("wsp_")
                     .map_or(a.id.as_str(), |rest| rest.split('_').next().unwrap_or(rest));
-            match a.location.open(false).await?.revoke(id).await {
+            match open_keys(&a.location, false).await?.revoke(id).await {
                 Ok(()) => {
                     println!("revoked key {id}");
                     Ok(())

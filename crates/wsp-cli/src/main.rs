@@ -9,6 +9,7 @@ mod context;
 mod files;
 mod keys;
 mod lifecycle;
+mod location;
 mod mcp;
 mod serve;
 

@@ -14,6 +14,7 @@ use wsp_types::OwnerId;
 use wsp_vfs::{AgentIdentity, ItemsProfile, MountTable, SharedAgentList, Vfs};
 
 use crate::CliError;
+use crate::location::unusable_data_dir;
 
 /// Which tools the server offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -186,9 +187,7 @@ fn items_server(args: &McpArgs) -> Result<McpServer, CliError> {
 
 /// `<data>/wsp.sqlite3`, the same file `wsp serve` uses, so a restart keeps every virtual file.
 fn open_store(data: &Path) -> Result<Arc<dyn WorkspaceStore>, CliError> {
-    let fail = |e: &dyn std::fmt::Display| {
-        CliError(format!("cannot use data directory {}: {e}", data.display()))
-    };
+    let fail = |e: &dyn std::fmt::Display| unusable_data_dir(data, e);
     std::fs::create_dir_all(data).map_err(|e| fail(&e))?;
     let store =
         SqliteStore::open(&data.join("wsp.sqlite3"), Limits::default()).map_err(|e| fail(&e))?;

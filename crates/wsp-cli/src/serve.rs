@@ -19,6 +19,7 @@ use crate::CliError;
 use crate::agents::approvals_file;
 use crate::config::FileConfig;
 use crate::keys::key_file;
+use crate::location::{unusable_data_dir, unusable_postgres};
 
 /// Where workspace files (and, for PostgreSQL, keys) are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,12 +135,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         max_files: args.max_files,
         max_versions: args.max_versions,
     };
-    let data_dir_error = |e: &dyn std::fmt::Display| {
-        CliError(format!(
-            "cannot use data directory {}: {e}",
-            args.data.display()
-        ))
-    };
+    let data_dir_error = |e: &dyn std::fmt::Display| unusable_data_dir(&args.data, e);
     std::fs::create_dir_all(&args.data).map_err(|e| data_dir_error(&e))?;
     // Idempotency-Key records live with the data: in PostgreSQL, shared by the replicas; in
     // the SQLite file, surviving a restart; in memory with the memory store.
@@ -154,7 +150,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         StoreKind::Postgres(url) => {
             let pg = PgStore::connect(url, limits, args.pg.options())
                 .await
-                .map_err(|e| CliError(format!("cannot use the PostgreSQL store: {e}")))?;
+                .map_err(unusable_postgres)?;
             let keys = pg.key_registry();
             let records = pg.idempotency_records();
             pg_approvals = Some(Arc::new(pg.approvals()));
@@ -201,14 +197,10 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         Some(agents) => {
             let stored: Arc<dyn ApprovalRegistry> = match pg_approvals {
                 Some(pg) => pg,
-                None => Arc::new(SqliteApprovals::open(&approvals_file(&args.data)).map_err(
-                    |e| {
-                        CliError(format!(
-                            "cannot use data directory {}: {e}",
-                            args.data.display()
-                        ))
-                    },
-                )?),
+                None => Arc::new(
+                    SqliteApprovals::open(&approvals_file(&args.data))
+                        .map_err(|e| data_dir_error(&e))?,
+                ),
             };
             state.with_agents(Arc::new(agents.clone().with_stored_approvals(stored)))
         }

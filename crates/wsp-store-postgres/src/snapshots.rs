@@ -155,7 +155,8 @@ impl SnapshotSql {
         }
     }
 
-    /// Every statement that serves an owner, for tests (`open_before` is housekeeping).
+    /// Every statement that serves an owner, for tests (`open_before` and `forget_released` are
+    /// housekeeping across owners).
     #[cfg(test)]
     pub(crate) fn all(&self) -> [&str; 9] {
         [

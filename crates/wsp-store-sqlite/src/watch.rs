@@ -87,7 +87,7 @@ async fn watch(shared: Weak<Shared>) {
 
 /// One check: when `data_version` moved, announces every owner whose sequence passed the last
 /// announced one. The first check only learns where things stand.
-pub(crate) fn check(
+fn check(
     conn: &Connection,
     announced: &mut Announced,
     mut announce: impl FnMut(ChangeNotice),
@@ -119,12 +119,12 @@ pub(crate) fn check(
             continue;
         };
         let seq = seq as u64;
-        let last = announced.seq.entry(owner.clone()).or_default();
-        if seq > *last {
-            *last = seq;
-            if !first {
-                announce(ChangeNotice { owner, seq });
-            }
+        if announced.seq.get(&owner).is_some_and(|&last| seq <= last) {
+            continue;
+        }
+        announced.seq.insert(owner.clone(), seq);
+        if !first {
+            announce(ChangeNotice { owner, seq });
         }
     }
     Ok(())

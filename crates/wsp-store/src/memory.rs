@@ -154,6 +154,16 @@ impl MemoryStore {
             .cloned()
     }
 
+    /// Every owner's state, for housekeeping across owners (the map's lock is not held after).
+    fn all_owners(&self) -> Vec<(Owner, Arc<RwLock<OwnerState>>)> {
+        self.owners
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(o, st)| (o.clone(), st.clone()))
+            .collect()
+    }
+
     fn owner_or_insert(&self, owner: &Owner) -> Arc<RwLock<OwnerState>> {
         if let Some(state) = self.owner(owner) {
             return state;
@@ -454,15 +464,8 @@ impl WorkspaceStore for MemoryStore {
         cutoff: DateTime<Utc>,
         limit: usize,
     ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
-        let owners: Vec<(Owner, Arc<RwLock<OwnerState>>)> = self
-            .owners
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(o, st)| (o.clone(), st.clone()))
-            .collect();
         let mut open: Vec<(Owner, SnapshotInfo)> = Vec::new();
-        for (owner, state) in owners {
+        for (owner, state) in self.all_owners() {
             let st = state.read().unwrap_or_else(|e| e.into_inner());
             open.extend(
                 st.snapshots
@@ -481,16 +484,9 @@ impl WorkspaceStore for MemoryStore {
         cutoff: DateTime<Utc>,
         limit: usize,
     ) -> StoreFuture<'a, usize> {
-        let owners: Vec<Arc<RwLock<OwnerState>>> = self
-            .owners
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
         // The oldest releases first, across owners, as the other backends do.
         let mut released: Vec<(DateTime<Utc>, String, Arc<RwLock<OwnerState>>)> = Vec::new();
-        for state in &owners {
+        for (_, state) in &self.all_owners() {
             let st = state.read().unwrap_or_else(|e| e.into_inner());
             released.extend(st.snapshots.values().filter_map(|s| match &s.released {
                 Some((at, _)) if *at < cutoff => Some((*at, s.id.clone(), state.clone())),

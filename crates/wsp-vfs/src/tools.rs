@@ -440,15 +440,12 @@ impl ToolResult for Listing {
                 EntryKind::Directory => {
                     let _ = writeln!(out, "{}/", e.name);
                 }
-                EntryKind::File => match e.size {
-                    Some(size) => {
-                        let _ = writeln!(out, "{} ({size} bytes)", e.name);
-                    }
-                    None => {
-                        out.push_str(&e.name);
-                        out.push('\n');
-                    }
-                },
+                EntryKind::File => {
+                    let _ = match e.size {
+                        Some(size) => writeln!(out, "{} ({size} bytes)", e.name),
+                        None => writeln!(out, "{}", e.name),
+                    };
+                }
                 EntryKind::Symlink => {
                     let _ = writeln!(out, "{} (symbolic link)", e.name);
                 }
@@ -520,10 +517,7 @@ impl ToolResult for FileRead {
             return out;
         }
         for (i, line) in self.lines.iter().enumerate() {
-            push_line_number(&mut out, self.start_line + i as u64);
-            out.push('\t');
-            out.push_str(line);
-            out.push('\n');
+            let _ = writeln!(out, "{:>6}\t{line}", self.start_line + i as u64);
         }
         if self.total_lines == 0 {
             let _ = writeln!(out, "({} is empty; etag {})", self.path, self.etag);
@@ -566,27 +560,6 @@ impl ToolResult for FileRead {
             text: self.render(),
             structured,
         }
-    }
-}
-
-/// Appends `n` right-aligned in six columns, as `cat -n` numbers lines.
-fn push_line_number(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut n = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for _ in digits.len() - at..6 {
-        out.push(' ');
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
     }
 }
 
@@ -844,22 +817,6 @@ mod tests {
             assert!(!a.read_only_hint && a.destructive_hint, "{tool}");
         }
         assert!(!ToolName::EditFile.definition().annotations.idempotent_hint);
-    }
-
-    #[test]
-    fn line_numbers_are_right_aligned_in_six_columns() {
-        for (n, want) in [
-            (0, "     0"),
-            (7, "     7"),
-            (123456, "123456"),
-            (1234567, "1234567"),
-            (u64::MAX, "18446744073709551615"),
-        ] {
-            let mut out = String::new();
-            push_line_number(&mut out, n);
-            assert_eq!(out, want);
-            assert_eq!(out, format!("{n:>6}"));
-        }
     }
 
     #[test]

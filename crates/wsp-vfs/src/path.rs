@@ -52,20 +52,17 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
+/// Whether a path may not contain `c` anywhere: control and bidi control characters, `\\`.
+fn refused_in_path(c: char) -> bool {
+    c.is_control() || is_bidi_control(c) || c == '\\'
+}
+
 /// Whether `name` is a component [`VirtualPath::parse`] accepts: not empty, not `.` or `..`, at
-/// most [`MAX_COMPONENT_BYTES`], and free of `/`, `\\`, control and bidi control characters.
-/// Checks names read from a store without building a path (ASCII bytes are checked directly).
+/// most [`MAX_COMPONENT_BYTES`], without `/` or a character [`refused_in_path`]. Checks names
+/// read from a store without building a path.
 pub(crate) fn is_component(name: &str) -> bool {
-    if name.is_empty() || name == "." || name == ".." || name.len() > MAX_COMPONENT_BYTES {
-        return false;
-    }
-    if name.is_ascii() {
-        return name
-            .bytes()
-            .all(|b| !b.is_ascii_control() && b != b'/' && b != b'\\');
-    }
-    name.chars()
-        .all(|c| !c.is_control() && !is_bidi_control(c) && c != '/' && c != '\\')
+    !(name.is_empty() || name == "." || name == ".." || name.len() > MAX_COMPONENT_BYTES)
+        && name.chars().all(|c| c != '/' && !refused_in_path(c))
 }
 
 /// An absolute, normal path in the agent's view, such as `/project/notes/plan.md`.
@@ -106,10 +103,7 @@ impl VirtualPath {
         if first != '/' {
             return Err(E::Relative);
         }
-        if let Some(c) = raw
-            .chars()
-            .find(|c| c.is_control() || is_bidi_control(*c) || *c == '\\')
-        {
+        if let Some(c) = raw.chars().find(|c| refused_in_path(*c)) {
             return Err(match c {
                 '\\' => E::Backslash,
                 c if is_bidi_control(c) => E::BidiControl,

@@ -122,15 +122,15 @@ const TOKEN_ENV: &str = "WSP_MCP_TOKEN";
 
 /// The HTTP bearer token: `WSP_MCP_TOKEN` when set (and whether it was), else a fresh one.
 fn http_token() -> Result<(wsp_mcp::BearerToken, bool), CliError> {
-    match std::env::var(TOKEN_ENV) {
-        Ok(given) => wsp_mcp::BearerToken::new(given)
-            .map(|t| (t, true))
-            .map_err(|e| CliError(format!("{TOKEN_ENV}: {e}"))),
-        Err(std::env::VarError::NotPresent) => Ok((wsp_mcp::BearerToken::generate(), false)),
-        Err(std::env::VarError::NotUnicode(_)) => Err(CliError(format!(
-            "{TOKEN_ENV}: the token must be visible ASCII characters only"
-        ))),
-    }
+    let Some(given) = std::env::var_os(TOKEN_ENV) else {
+        return Ok((wsp_mcp::BearerToken::generate(), false));
+    };
+    given
+        .into_string()
+        .map_err(|_| wsp_mcp::BearerTokenError::NotVisibleAscii)
+        .and_then(wsp_mcp::BearerToken::new)
+        .map(|token| (token, true))
+        .map_err(|e| CliError(format!("{TOKEN_ENV}: {e}")))
 }
 
 fn files_server(args: &McpArgs) -> Result<McpServer, CliError> {

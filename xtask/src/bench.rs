@@ -96,11 +96,15 @@ struct Op {
 }
 
 /// 4 KiB of text in 64 lines: a source file an agent reads and writes.
-fn content() -> String {
-    let text = "abcdefghijklmnopqrstuvwxyz0123456789_".repeat(2);
-    (0..64)
-        .map(|i| format!("{i:04} {}\n", &text[..58]))
-        .collect()
+/// Built once, so no timed call pays for building it.
+fn content() -> &'static str {
+    static CONTENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CONTENT.get_or_init(|| {
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789_".repeat(2);
+        (0..64)
+            .map(|i| format!("{i:04} {}\n", &text[..58]))
+            .collect()
+    })
 }
 
 fn tool(name: &str, arguments: Value) -> (String, Value) {

@@ -141,11 +141,11 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     // the SQLite file, surviving a restart; in memory with the memory store.
     // Approvals made while the server runs: in PostgreSQL with its store, shared by the
     // replicas; otherwise in the data directory (opened only when [agents] is configured).
-    let mut pg_approvals: Option<Arc<dyn ApprovalRegistry>> = None;
-    let (store, registry, idempotency): (
+    let (store, registry, idempotency, pg_approvals): (
         Arc<dyn WorkspaceStore>,
         Arc<dyn KeyRegistry>,
         Arc<dyn IdempotencyRecords>,
+        Option<Arc<dyn ApprovalRegistry>>,
     ) = match &args.store {
         StoreKind::Postgres(url) => {
             let pg = PgStore::connect(url, limits, args.pg.options())
@@ -153,8 +153,13 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
                 .map_err(unusable_postgres)?;
             let keys = pg.key_registry();
             let records = pg.idempotency_records();
-            pg_approvals = Some(Arc::new(pg.approvals()));
-            (Arc::new(pg), Arc::new(keys), Arc::new(records))
+            let approvals = pg.approvals();
+            (
+                Arc::new(pg),
+                Arc::new(keys),
+                Arc::new(records),
+                Some(Arc::new(approvals)),
+            )
         }
         kind => {
             let keys =
@@ -170,7 +175,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
                 records = Arc::new(sqlite.idempotency_records());
                 store = Arc::new(sqlite);
             }
-            (store, Arc::new(keys), records)
+            (store, Arc::new(keys), records, None)
         }
     };
     let first_key = first_start_key(&*registry).await?;

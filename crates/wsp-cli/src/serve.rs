@@ -123,6 +123,15 @@ pub struct ServeArgs {
     run_retention: u64,
 }
 
+/// What `--store` gives the server: the files and, beside them, the keys, the `Idempotency-Key`
+/// records and (in PostgreSQL only) the approvals made while it runs.
+struct Backend {
+    store: Arc<dyn WorkspaceStore>,
+    keys: Arc<dyn KeyRegistry>,
+    idempotency: Arc<dyn IdempotencyRecords>,
+    approvals: Option<Arc<dyn ApprovalRegistry>>,
+}
+
 /// Runs the server until Ctrl-C or SIGTERM, then drains in-flight requests.
 pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     crate::lifecycle::init_logging(true);
@@ -141,12 +150,12 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     // the SQLite file, surviving a restart; in memory with the memory store.
     // Approvals made while the server runs: in PostgreSQL with its store, shared by the
     // replicas; otherwise in the data directory (opened only when [agents] is configured).
-    let (store, registry, idempotency, pg_approvals): (
-        Arc<dyn WorkspaceStore>,
-        Arc<dyn KeyRegistry>,
-        Arc<dyn IdempotencyRecords>,
-        Option<Arc<dyn ApprovalRegistry>>,
-    ) = match &args.store {
+    let Backend {
+        store,
+        keys: registry,
+        idempotency,
+        approvals: pg_approvals,
+    } = match &args.store {
         StoreKind::Postgres(url) => {
             let pg = PgStore::connect(url, limits, args.pg.options())
                 .await
@@ -154,12 +163,12 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
             let keys = pg.key_registry();
             let records = pg.idempotency_records();
             let approvals = pg.approvals();
-            (
-                Arc::new(pg),
-                Arc::new(keys),
-                Arc::new(records),
-                Some(Arc::new(approvals)),
-            )
+            Backend {
+                store: Arc::new(pg),
+                keys: Arc::new(keys),
+                idempotency: Arc::new(records),
+                approvals: Some(Arc::new(approvals)),
+            }
         }
         kind => {
             let keys =
@@ -175,7 +184,12 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
                 records = Arc::new(sqlite.idempotency_records());
                 store = Arc::new(sqlite);
             }
-            (store, Arc::new(keys), records, None)
+            Backend {
+                store,
+                keys: Arc::new(keys),
+                idempotency: records,
+                approvals: None,
+            }
         }
     };
     let first_key = first_start_key(&*registry).await?;

@@ -14,25 +14,42 @@ pub fn init_logging(ansi: bool) {
         .try_init();
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves when `signal` arrives; never when it could not be installed.
+#[cfg(unix)]
+async fn received(signal: Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(mut s) => {
+            s.recv().await;
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
+        None => std::future::pending::<()>().await,
     }
-    tracing::info!("shutting down: draining in-flight requests");
+}
+
+/// A future that resolves on Ctrl-C or SIGTERM. The handlers are installed when this is
+/// called, not when the future is first polled: call it before announcing that the server
+/// listens, so a signal sent right after the announcement drains instead of killing.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    let streams = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            let (int, term) = streams;
+            tokio::select! {
+                () = received(int) => {},
+                () = received(term) => {},
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        tracing::info!("shutting down: draining in-flight requests");
+    }
 }

@@ -99,6 +99,7 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
             }
             // Not the MCP channel in HTTP mode: the address and the token are for whoever
             // started us. Always two lines, so a script reads the same shape either way.
+            let shutdown = crate::lifecycle::shutdown_signal();
             println!("wsp mcp listening on http://{local}{}", wsp_mcp::HTTP_PATH);
             if given {
                 println!("bearer token: from {TOKEN_ENV}");
@@ -106,11 +107,7 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
                 println!("bearer token: {}", token.expose());
             }
             server
-                .serve_http(
-                    listener,
-                    wsp_mcp::HttpAuth::Bearer(token),
-                    crate::lifecycle::shutdown_signal(),
-                )
+                .serve_http(listener, wsp_mcp::HttpAuth::Bearer(token), shutdown)
                 .await
                 .map_err(|e| CliError(e.to_string()))
         }

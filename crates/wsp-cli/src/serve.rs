@@ -231,6 +231,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         println!("{}", key.expose());
     }
     let store_name = args.store.name();
+    // Installed before the announcement below: a signal right after it drains.
+    let shutdown = crate::lifecycle::shutdown_signal();
     println!(
         "wsp listening on http://{local} (store: {store_name}, data: {})",
         args.data.display()
@@ -238,7 +240,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     if args.enable_test_seams {
         tracing::warn!("test seams are enabled: any valid key can act for any owner");
     }
-    wsp_server::serve(listener, state, crate::lifecycle::shutdown_signal()).await?;
+    wsp_server::serve(listener, state, shutdown).await?;
     println!("wsp stopped");
     Ok(())
 }

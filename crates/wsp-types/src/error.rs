@@ -26,6 +26,9 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// 410 (SSE error event): a change-feed position older than what the feed retains.
     FeedPositionExpired,
+    /// 429: the credential is over a limit on concurrent use, such as open change-feed streams
+    /// (`details.limit` names it, `details.max` is its value).
+    RateLimited,
     /// 500: an internal failure (`details.correlationId`, nothing internal).
     InternalError,
     /// 501: the capability is not advertised by this host.
@@ -36,7 +39,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for tables and tests.
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         Self::ValidationError,
         Self::Unauthenticated,
         Self::Forbidden,
@@ -47,6 +50,7 @@ impl ErrorCode {
         Self::WorkspaceTooLarge,
         Self::UnsupportedMediaType,
         Self::FeedPositionExpired,
+        Self::RateLimited,
         Self::InternalError,
         Self::CapabilityNotProvided,
         Self::ServiceUnavailable,
@@ -65,6 +69,7 @@ impl ErrorCode {
             Self::WorkspaceTooLarge => "workspace_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::FeedPositionExpired => "feed_position_expired",
+            Self::RateLimited => "rate_limited",
             Self::InternalError => "internal_error",
             Self::CapabilityNotProvided => "capability_not_provided",
             Self::ServiceUnavailable => "service_unavailable",
@@ -83,6 +88,7 @@ impl ErrorCode {
             Self::FeedPositionExpired => 410,
             Self::WorkspaceTooLarge => 413,
             Self::UnsupportedMediaType => 415,
+            Self::RateLimited => 429,
             Self::InternalError => 500,
             Self::CapabilityNotProvided => 501,
             Self::ServiceUnavailable => 503,

@@ -1,0 +1,188 @@
+//! HTTP/1.1 on a TCP listener that a hostile client cannot starve.
+//!
+//! **Invariant:** every connection is always under a clock or doing work. A connection that
+//! has not sent a whole request header is closed after [`ConnectionLimits::header_timeout`];
+//! one idle between requests after [`ConnectionLimits::idle_timeout`]; a request body that
+//! stalls or trickles is cut ([`ConnectionLimits::body_timeout`],
+//! [`ConnectionLimits::body_deadline`]); a response the client does not read is dropped after
+//! [`ConnectionLimits::write_timeout`]. At [`ConnectionLimits::max_connections`], the
+//! connection idle longest makes room for a new one, so sockets that never send a request
+//! cannot lock out a client that does; busy connections are never shed (new ones wait for a
+//! slot instead). An accept error (out of file descriptors) closes an idle connection and
+//! backs off briefly; it never ends the loop. Shutdown stops accepting, lets requests in
+//! progress finish for [`ConnectionLimits::drain_timeout`], then closes what is left.
+//!
+//! [`serve`] takes any tower service over [`RequestBody`] (an axum `Router` is one); it does
+//! not know axum. hyper's HTTP/1.1 connection runs with hyper-util's tokio timer, so hyper's
+//! own header-read timeout works as a backstop to the listener's clocks.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use wsp_listener::ConnectionLimits;
+//!
+//! let fd_limit = wsp_listener::raise_fd_limit();
+//! let limits = ConnectionLimits::default(); // the cap follows the raised limit
+//! let app = axum::Router::new().route("/", axum::routing::get(|| async { "hello" }));
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8787").await?;
+//! wsp_listener::serve(listener, app, limits, std::future::pending()).await
+//! # }
+//! ```
+
+mod body;
+mod conn;
+mod limits;
+mod registry;
+
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::Body;
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+
+pub use body::{BodyError, BoxError, RequestBody};
+pub use limits::{ConnectionLimits, fd_limit, raise_fd_limit};
+
+use registry::Registry;
+
+/// After an accept error that is not about one connection (out of file descriptors or
+/// memory), the accept loop waits this long, or until a connection closes, before trying again.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Accept errors are logged at most this often.
+const ACCEPT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Serves `service` on `listener` under `limits` until `shutdown` resolves; then stops
+/// accepting, lets requests in progress finish within [`ConnectionLimits::drain_timeout`],
+/// closes the rest and returns.
+///
+/// Each request reaches `service` with a [`RequestBody`]; each response body is polled until
+/// done. Errors of single connections are logged at debug level and never end the server.
+pub async fn serve<S, B>(
+    listener: TcpListener,
+    service: S,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()>
+where
+    S: tower::Service<Request<RequestBody>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let registry = Arc::new(Registry::new());
+    let builder = Arc::new(http1(&limits));
+    let cap = limits.max_connections.max(1);
+    let mut shutdown = pin!(shutdown);
+    let mut errors = AcceptErrors::default();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(e) if is_about_one_connection(&e) => continue,
+            Err(e) => {
+                errors.report(&e);
+                let backoff = async {
+                    if is_out_of_descriptors(&e) && registry.shed_for_descriptor() {
+                        registry.closed_one(ACCEPT_BACKOFF).await;
+                    } else {
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    () = &mut shutdown => break,
+                    () = backoff => continue,
+                }
+            }
+        };
+        // At the cap: the connection idle longest makes room, or this one waits for a slot.
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            () = registry.room(cap) => {}
+        }
+        // Small responses and event-stream lines go out at once, not after a delayed ACK.
+        let _ = stream.set_nodelay(true);
+        let registered = registry.open();
+        let conn = registered.conn.clone();
+        let (registry, builder, service) = (registry.clone(), builder.clone(), service.clone());
+        tokio::spawn(async move {
+            let _registered = registered;
+            conn::serve_connection(stream, conn, registry, builder, service, limits).await;
+        });
+    }
+    drop(listener);
+    registry.drain(limits.drain_timeout).await;
+    Ok(())
+}
+
+/// hyper's HTTP/1.1 connection settings for `limits`.
+fn http1(limits: &ConnectionLimits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        // hyper's clock runs from the moment it waits for a header, idle time included: as a
+        // backstop it may not be shorter than the listener's idle and header clocks together.
+        .header_read_timeout(limits.idle_timeout + limits.header_timeout)
+        .keep_alive(true);
+    builder
+}
+
+/// An accept error that concerns only the connection being accepted (the client gave up
+/// before it was accepted): the next accept can go ahead at once.
+fn is_about_one_connection(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::Interrupted
+    )
+}
+
+/// The process or the system has no file descriptor (or socket memory) left.
+fn is_out_of_descriptors(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    Errno::from_io_error(e)
+        .is_some_and(|n| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&n))
+}
+
+/// Logs accept errors at most once per [`ACCEPT_ERROR_LOG_INTERVAL`], with how many there
+/// were since the last line.
+#[derive(Default)]
+struct AcceptErrors {
+    last_logged: Option<Instant>,
+    unlogged: u64,
+}
+
+impl AcceptErrors {
+    fn report(&mut self, e: &io::Error) {
+        self.unlogged += 1;
+        let now = Instant::now();
+        if self
+            .last_logged
+            .is_some_and(|t| now.duration_since(t) < ACCEPT_ERROR_LOG_INTERVAL)
+        {
+            return;
+        }
+        let hint = if is_out_of_descriptors(e) {
+            "; closing idle connections (raise the open-file limit or lower --max-connections)"
+        } else {
+            ""
+        };
+        tracing::warn!(error = %e, errors = self.unlogged, "accepting connections failed{hint}");
+        self.last_logged = Some(now);
+        self.unlogged = 0;
+    }
+}

@@ -106,6 +106,10 @@ impl ApiError {
                 )
                 .with_detail("correlationId", id)
             }
+            StoreError::ContainsSecret { field } => Self::validation(format!(
+                "a configured secret appears in {field}; nothing was stored (WSR-1)"
+            ))
+            .with_detail("field", field),
             StoreError::Unsupported(what) => Self::new(
                 ErrorCode::CapabilityNotProvided,
                 format!("this host's store does not support {what}"),

@@ -16,6 +16,7 @@ pub mod idempotency;
 pub mod keys;
 mod memory;
 mod redact;
+mod redacting;
 pub mod shared;
 
 use std::future::Future;
@@ -27,6 +28,7 @@ use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 pub use idempotency::{IdempotencyRecords, MemoryIdempotency};
 pub use memory::MemoryStore;
 pub use redact::{Redactor, Secret, SecretError};
+pub use redacting::{RedactingStore, SecretSource, TenantSecrets, refuse_secret};
 
 /// The future returned by every [`WorkspaceStore`] method.
 ///
@@ -86,7 +88,7 @@ impl Precondition {
 /// The body of a write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileWrite {
-    /// The UTF-8 content, already redacted by the caller if redaction applies.
+    /// The UTF-8 content (a [`RedactingStore`] redacts it before the store beneath sees it).
     pub content: String,
     /// The media type (`text/markdown` when the client sent none).
     pub content_type: String,
@@ -225,6 +227,14 @@ pub enum StoreError {
     /// The backend cannot be reached right now; the caller may retry.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// A configured secret (WSR-1) appears in `field` of a write, a field that names something
+    /// (a path, a media type, a label) and so is refused rather than redacted; nothing was
+    /// stored. The message names the field, never the secret.
+    #[error("a configured secret appears in {field}")]
+    ContainsSecret {
+        /// The field, as the wire names it (`path`, `contentType`, ...).
+        field: &'static str,
+    },
     /// The backend does not offer this capability (snapshots, the change feed).
     #[error("the store does not support {0}")]
     Unsupported(&'static str),

@@ -250,12 +250,10 @@ pub async fn write(
         ])
     };
     idempotent(&state, &caller.owner, &headers, fp, async {
-        let content = match state.inner.secrets.redactor(&caller.owner) {
-            Some(r) => r.redact(&put.content).into_owned(),
-            None => put.content,
-        };
+        // The store is a RedactingStore: it redacts the content and refuses a secret in the
+        // path or the media type.
         let write = FileWrite {
-            content,
+            content: put.content,
             content_type,
             author: Some(caller.principal.clone()),
         };
@@ -343,6 +341,7 @@ pub(crate) async fn idempotent(
         return run.await;
     };
     let key = validate_key(raw_key)?;
+    crate::secrets::refuse_secret(state, owner, "Idempotency-Key", &key)?;
     let claim = match crate::idempotency::begin(&state.inner.idempotency, owner, key, fingerprint())
         .await?
     {

@@ -254,19 +254,33 @@ fn make_span<B>(req: &Request<B>) -> tracing::Span {
     tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path())
 }
 
-/// Serves `router(state)` on `listener` until `shutdown` resolves, then drains in-flight requests.
-/// Meanwhile, every quarter of the run time to live (between one second and one minute), it ends
-/// runs past their time to live, so an abandoned run stops pinning versions, and forgets runs
-/// that ended longer ago than the retention ([`sweep_runs`]).
+pub use wsp_listener::ConnectionLimits;
+
+/// [`serve_with`] under the default [`ConnectionLimits`] (the connection cap follows the
+/// process's open-file limit).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(listener, state, ConnectionLimits::default(), shutdown).await
+}
+
+/// Serves `router(state)` on `listener` under `limits` ([`wsp_listener::serve`]: header, idle,
+/// body and write timeouts, and a connection cap that closes the connection idle longest to
+/// make room) until `shutdown` resolves, then stops accepting and drains in-flight requests
+/// for at most `limits.drain_timeout`.
+/// Meanwhile, every quarter of the run time to live (between one second and one minute), it ends
+/// runs past their time to live, so an abandoned run stops pinning versions, and forgets runs
+/// that ended longer ago than the retention ([`sweep_runs`]).
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let sweeper = tokio::spawn(runs::sweep_forever(state.clone()));
-    let served = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let served = wsp_listener::serve(listener, router(state), limits, shutdown).await;
     sweeper.abort();
     served
 }

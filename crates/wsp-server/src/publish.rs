@@ -124,6 +124,9 @@ pub async fn publish(
                 .with_detail("field", "targetPath")
         })?,
     };
+    if let Some(p) = &req.target_path {
+        crate::secrets::refuse_secret(&state, &caller.owner, "targetPath", p)?;
+    }
     let fp = || fingerprint(&[b"PUBLISH", &raw]);
     idempotent(&state, &caller.owner, &headers, fp, async {
         let source_is_shared = works_in_shared(&*registry, &caller).await?;

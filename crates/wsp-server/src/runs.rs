@@ -265,8 +265,10 @@ pub async fn create(
     let raw = crate::files::read_body(&headers, body, 64 * 1024).await?;
     let request: RunCreate = serde_json::from_slice(&raw)
         .map_err(|e| ApiError::validation(format!("invalid run request: {e}")))?;
+    let workflow_id = request.workflow_id.to_string();
+    crate::secrets::refuse_secret(&state, &caller.owner, "workflowId", &workflow_id)?;
     let label = RunLabel {
-        workflow_id: request.workflow_id.to_string(),
+        workflow_id,
         principal: caller.principal.clone(),
         ttl_seconds: state.inner.config.run_ttl.as_secs(),
     };

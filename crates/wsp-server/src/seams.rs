@@ -99,10 +99,6 @@ pub async fn sample_op(
             let content = op
                 .content
                 .ok_or_else(|| ApiError::validation("content is required"))?;
-            let content = match state.inner.secrets.redactor(&owner) {
-                Some(r) => r.redact(&content).into_owned(),
-                None => content,
-            };
             let write = FileWrite {
                 content,
                 content_type: op.content_type.unwrap_or_else(|| "text/markdown".into()),

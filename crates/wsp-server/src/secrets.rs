@@ -1,42 +1,98 @@
-//! Where WSR-1 gets the secret values it must redact for an owner.
+//! WSR-1 at the server's edge.
+//!
+//! Redaction itself happens in one place, the store layer [`wsp_store::RedactingStore`] that
+//! [`AppState`] puts over every store it is given, so no handler redacts by itself. Kept here:
+//! where the secrets come from ([`SecretSource`], re-exported from `wsp-store` under its old
+//! names), the one check for request fields no store ever sees, and the request path as the
+//! logs may show it.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::borrow::Cow;
 
 use wsp_store::Redactor;
-use wsp_types::{Owner, OwnerId};
+use wsp_types::Owner;
 
-/// Supplies, per owner, the secrets whose values must never reach storage.
-///
-/// A host with a vault implements this over the vault; [`TenantSecrets`] is a fixed list.
-pub trait SecretSource: Send + Sync + 'static {
-    /// The redactor for `owner` (`None`: nothing to redact).
-    fn redactor(&self, owner: &Owner) -> Option<Arc<Redactor>>;
+use crate::AppState;
+use crate::error::ApiError;
+
+pub use wsp_store::{SecretSource, TenantSecrets};
+
+/// 400 naming `field` when `value` holds one of `owner`'s secrets, for the fields of a request
+/// that never reach a store (`Idempotency-Key`, a run's `workflowId`, a publish `targetPath`);
+/// the same test the store layer applies to paths and media types. The secret is never echoed.
+pub(crate) fn refuse_secret(
+    state: &AppState,
+    owner: &Owner,
+    field: &'static str,
+    value: &str,
+) -> Result<(), ApiError> {
+    wsp_store::refuse_secret(&*state.inner.secrets, owner, field, value)
+        .map_err(|e| ApiError::from_store(e, ""))
 }
 
-/// Secrets configured per tenant.
-#[derive(Debug, Default, Clone)]
-pub struct TenantSecrets {
-    by_tenant: HashMap<OwnerId, Arc<Redactor>>,
-}
-
-impl TenantSecrets {
-    /// Secrets for each tenant.
-    pub fn new(by_tenant: HashMap<OwnerId, Redactor>) -> Self {
-        Self {
-            by_tenant: by_tenant
-                .into_iter()
-                .map(|(t, r)| (t, Arc::new(r)))
-                .collect(),
-        }
+/// The request path as a log line shows it: as sent, or, when its percent-decoded form holds
+/// any owner's secret (the caller is not known yet when the line is written), decoded and
+/// redacted.
+pub(crate) fn loggable_path<'p>(every_secret: Option<&Redactor>, raw: &'p str) -> Cow<'p, str> {
+    let Some(redactor) = every_secret else {
+        return Cow::Borrowed(raw);
+    };
+    let decoded = decode_lossy(raw);
+    if redactor.contains_secret(&decoded) {
+        Cow::Owned(redactor.redact(&decoded).into_owned())
+    } else {
+        Cow::Borrowed(raw)
     }
 }
 
-impl SecretSource for TenantSecrets {
-    fn redactor(&self, owner: &Owner) -> Option<Arc<Redactor>> {
-        self.by_tenant
-            .get(&owner.tenant)
-            .filter(|r| !r.is_empty())
-            .cloned()
+/// Percent-decodes every valid `%XX`, keeps anything else as it is, and replaces bytes that
+/// are not UTF-8: a log line shows what a request meant even when the request is refused.
+fn decode_lossy(raw: &str) -> String {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|_| bytes[i] == b'%')
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(b) => {
+                out.push(b);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wsp_store::Secret;
+
+    #[test]
+    fn log_paths_hide_secrets_in_any_encoding() {
+        let r = Redactor::new(vec![Secret {
+            id: "k".into(),
+            value: "sk-12345678".into(),
+        }])
+        .unwrap();
+        let cases = [
+            ("/v1/files/a.md", "/v1/files/a.md"),
+            ("/v1/files/a%2Fb.md", "/v1/files/a%2Fb.md"),
+            ("/v1/files/sk-12345678", "/v1/files/[REDACTED:k]"),
+            ("/v1/files/%73k-1234%35678%2Fx", "/v1/files/[REDACTED:k]/x"),
+            ("/v1/files/%zz/sk-12345678%", "/v1/files/%zz/[REDACTED:k]%"),
+            ("/v1/files/%FF", "/v1/files/%FF"),
+        ];
+        for (raw, shown) in cases {
+            assert_eq!(loggable_path(Some(&r), raw), shown, "{raw}");
+        }
+        assert_eq!(loggable_path(None, "/sk-12345678"), "/sk-12345678");
     }
 }

@@ -47,7 +47,7 @@ use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Request};
 use axum::routing::{get, post};
 use tower_http::catch_panic::CatchPanicLayer;
-use wsp_store::WorkspaceStore;
+use wsp_store::{RedactingStore, Redactor, WorkspaceStore};
 
 pub use agent_config::{
     AgentConfig, AgentConfigError, AgentsConfig, ApprovalConfig, ConfigAgentRegistry,
@@ -121,13 +121,15 @@ impl AppState {
         Self::with_secrets(store, auth, Arc::new(TenantSecrets::default()), config)
     }
 
-    /// State with a [`SecretSource`] for WSR-1 redaction.
+    /// State with a [`SecretSource`] for WSR-1: the server writes through a
+    /// [`RedactingStore`] over `store`, so every route that writes is redacted in one place.
     pub fn with_secrets(
         store: Arc<dyn WorkspaceStore>,
         auth: Arc<dyn Authenticator>,
         secrets: Arc<dyn SecretSource>,
         config: ServerConfig,
     ) -> Self {
+        let store: Arc<dyn WorkspaceStore> = Arc::new(RedactingStore::new(store, secrets.clone()));
         let limits = store.limits();
         // JSON escaping can grow content up to six times (`\u00XX`); leave room for the rest.
         let max_body_bytes = usize::try_from(
@@ -236,14 +238,18 @@ pub fn router(state: AppState) -> Router {
     if state.inner.config.test_seams {
         app = app.route(seams::SAMPLE_OP, post(seams::sample_op));
     }
+    let every_secret = state.inner.secrets.every_secret();
     app.fallback(files::no_route)
         .method_not_allowed_fallback(files::method_not_allowed)
         .with_state(state)
         .layer(CatchPanicLayer::custom(files::panic_response))
-        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(make_span))
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http()
+                .make_span_with(move |req: &Request<_>| make_span(req, every_secret.as_deref())),
+        )
 }
 
-fn make_span<B>(req: &Request<B>) -> tracing::Span {
+fn make_span<B>(req: &Request<B>, every_secret: Option<&Redactor>) -> tracing::Span {
     // The request id ties log lines together; the Authorization header is never recorded.
     let id = req
         .headers()
@@ -251,7 +257,9 @@ fn make_span<B>(req: &Request<B>) -> tracing::Span {
         .and_then(|v| v.to_str().ok())
         .filter(|v| v.len() <= 64)
         .map_or_else(error::correlation_id, str::to_owned);
-    tracing::info_span!("request", id = %id, method = %req.method(), path = %req.uri().path())
+    // A path holding a secret is refused, and logged redacted.
+    let path = secrets::loggable_path(every_secret, req.uri().path());
+    tracing::info_span!("request", id = %id, method = %req.method(), path = %path)
 }
 
 pub use wsp_listener::ConnectionLimits;

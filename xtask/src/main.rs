@@ -13,6 +13,7 @@ mod bench;
 mod codegen;
 mod config_schema;
 mod conformance;
+mod fuzz;
 mod host;
 mod interop;
 mod matrix;
@@ -116,6 +117,9 @@ fn parse(args: &[String]) -> Result<Task> {
 }
 
 fn run(args: &[String]) -> Result<()> {
+    if args.first().is_some_and(|task| task == "fuzz") {
+        return fuzz::run(&args[1..]);
+    }
     match parse(args)? {
         Task::Help => {
             println!("{USAGE}");

@@ -1,35 +1,42 @@
 //! `GET /v1/host/workspace/events`: the caller's change feed as Server-Sent Events (WIRE.md §5).
 //!
-//! The stream is pulled: the next page of changes is read from the store only when the client
-//! has taken the previous one, so a slow consumer never slows writers and never makes the
-//! server hold more than one page for it. Store notices only wake the stream up; the changes
-//! themselves always come from the store, so a lagging notice channel loses nothing.
+//! The stream is pulled: the next page of changes is taken only when the client has taken the
+//! previous one, so a slow consumer never slows writers and never makes the server hold more
+//! than a page for it. A current stream takes the pages its owner's reader read once for every
+//! subscriber (`feed_hub.rs`); a stream that is behind (a resume, or a slow client the shared
+//! pages left behind) reads the store by itself until it is current. Either way a change is
+//! sent once, in order, and only when every change before it has been: a page is taken only if
+//! it starts at or before the stream's position. Store notices only wake readers up, so a
+//! lagging notice channel loses wake-ups, never changes.
+//!
+//! A stream ends with one `error` event when its position expired (`feed_position_expired`),
+//! its credential stops being valid (checked again before changes read later are delivered,
+//! and every quarter second meanwhile), the store fails, or the server shuts down
+//! (`service_unavailable`).
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, Uri};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
-use tokio::sync::broadcast;
-use wsp_store::{ChangeEvent, ChangeNotice, WorkspaceStore};
+use tokio::sync::broadcast::error::RecvError;
+use wsp_store::{ChangeEvent, StoreError, WorkspaceStore};
 use wsp_types::wire::{WorkspaceEvent, WorkspaceUpdated};
 use wsp_types::{ErrorCode, Owner, Scope};
 
+use crate::auth::bearer_token;
 use crate::error::ApiError;
+use crate::feed_hub::{Batch, Live, PAGE, Subscription};
 use crate::files::caller;
 use crate::request::{param, query_params};
 use crate::{AppState, encode};
 
-/// Changes read from the store at a time.
-const PAGE: usize = 256;
 /// Comment lines on idle streams.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// How often a store that cannot notify is polled.
-const POLL: Duration = Duration::from_millis(500);
 
 fn position(headers: &HeaderMap, uri: &Uri) -> Result<Option<u64>, ApiError> {
     let parse = |raw: &str, what: &str| {
@@ -64,11 +71,13 @@ fn position(headers: &HeaderMap, uri: &Uri) -> Result<Option<u64>, ApiError> {
     ),
     security(("bearerAuth" = [])),
     responses(
-        (status = 200, description = "An endless `text/event-stream`: `workspace.updated` events (`id` = sequence, `data` = WorkspaceEvent), a comment every 15 s when idle, and one `error` event (`feed_position_expired`) if the position is older than the feed retains.", content_type = "text/event-stream"),
+        (status = 200, description = "An endless `text/event-stream`: `workspace.updated` events (`id` = sequence, `data` = WorkspaceEvent) and a comment every 15 s when idle. The stream ends after one `error` event whose data is an error envelope: `feed_position_expired` if the position is older than the feed retains, `unauthenticated` or `forbidden` once the credential is revoked or loses `workspace:read`, `service_unavailable` when the server shuts down or the store fails (reconnect with `Last-Event-ID`).", content_type = "text/event-stream"),
         (status = 400, description = "Invalid position (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
         (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
         (status = 403, description = "The credential lacks `workspace:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 429, description = "The credential already holds its allowance of open streams (`rate_limited`; `details.limit` is `streamsPerKey`, `details.max` the allowance).", body = ref("#/components/schemas/ErrorEnvelope")),
         (status = 501, description = "The host's store has no change feed (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 503, description = "The server is shutting down, or storage is unavailable (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
 pub async fn events(
@@ -79,20 +88,32 @@ pub async fn events(
     let caller = caller(&state, &headers, Scope::WorkspaceRead).await?;
     let requested = position(&headers, &uri)?;
     let store = state.inner.store.clone();
-    // Subscribe before reading the head, so nothing committed in between is missed.
-    let notices = store.subscribe();
+    if !store.features().change_feed {
+        return Err(ApiError::from_store(
+            StoreError::Unsupported("the change feed"),
+            "events",
+        ));
+    }
+    // `caller` succeeded, so the request has a bearer token.
+    let token = bearer_token(&headers).unwrap_or_default();
+    // Joined before the head is read, so every change committed after it reaches the stream.
+    let sub = state
+        .inner
+        .feeds
+        .join(&store, &state.inner.auth, token, &caller)?;
     let head = store
         .changes(&caller.owner, u64::MAX, 0)
         .await
         .map_err(|e| ApiError::from_store(e, "events"))?
         .head;
-    let start = requested.unwrap_or(head);
+    let pos = requested.unwrap_or(head);
     let feed = Feed {
         store,
         owner: caller.owner,
-        pos: start,
-        notices,
-        pending: Vec::new(),
+        pos,
+        behind: pos < head,
+        sub,
+        batch: None,
         done: false,
     };
     Ok(Sse::new(feed.into_stream())
@@ -103,10 +124,14 @@ pub async fn events(
 struct Feed {
     store: Arc<dyn WorkspaceStore>,
     owner: Owner,
+    /// The last change sent (or the position the stream started after).
     pos: u64,
-    notices: Option<broadcast::Receiver<ChangeNotice>>,
-    /// Read but not yet sent, newest last (reversed for popping).
-    pending: Vec<ChangeEvent>,
+    /// Whether the stream reads the store by itself (it is behind the shared pages).
+    behind: bool,
+    sub: Subscription,
+    /// The page being sent and the index of its next change; `None` until its credential
+    /// check passed.
+    batch: Option<(Arc<Batch>, usize)>,
     done: bool,
 }
 
@@ -140,57 +165,113 @@ impl Feed {
         })
     }
 
+    /// The closing event; the stream ends after it.
+    fn finish(&mut self, err: &ApiError) -> Option<Event> {
+        self.done = true;
+        Some(error_event(err))
+    }
+
     /// The next event to send, or `None` to end the stream.
     async fn next(&mut self) -> Option<Event> {
         loop {
             if self.done {
                 return None;
             }
-            if let Some(e) = self.pending.pop() {
-                self.pos = e.seq;
-                return Some(to_event(&e));
+            if let Some(err) = self.sub.signals.ended() {
+                return self.finish(&err);
             }
-            let page = match self.store.changes(&self.owner, self.pos, PAGE).await {
-                Ok(page) => page,
-                Err(e) => {
-                    self.done = true;
-                    return Some(error_event(&ApiError::from_store(e, "events")));
+            if let Some((batch, next)) = &mut self.batch {
+                if let Some(e) = batch.events.get(*next) {
+                    *next += 1;
+                    if e.seq > self.pos {
+                        self.pos = e.seq;
+                        return Some(to_event(e));
+                    }
+                    continue;
+                }
+                self.batch = None;
+            }
+            let batch = if self.behind {
+                match self.read_store().await {
+                    Ok(Some(batch)) => batch,
+                    Ok(None) => continue,
+                    Err(err) => return self.finish(&err),
+                }
+            } else {
+                match self.take_live().await {
+                    Ok(Some(batch)) => batch,
+                    Ok(None) => continue,
+                    Err(err) => return self.finish(&err),
                 }
             };
-            if self.pos + 1 < page.oldest && self.pos < page.head {
-                self.done = true;
-                let err = ApiError::new(
-                    ErrorCode::FeedPositionExpired,
-                    format!("position {} is older than the feed retains", self.pos),
-                )
-                .with_detail("oldestSequence", page.oldest);
-                return Some(error_event(&err));
+            // Changes read after a revocation reached the credential check are never sent.
+            if let Err(err) = self.sub.signals.valid_after(batch.read_at).await {
+                return self.finish(&err);
             }
-            if !page.events.is_empty() {
-                self.pending = page.events.into_iter().rev().collect();
-                continue;
-            }
-            self.wait().await;
+            self.batch = Some((batch, 0));
         }
     }
 
-    /// Waits until the owner's feed may have moved past `pos`.
-    async fn wait(&mut self) {
-        let Some(rx) = self.notices.as_mut() else {
-            tokio::time::sleep(POLL).await;
-            return;
+    /// One page from the store after `pos`; the stream is current again when it reaches the
+    /// head. `None` when there is nothing to send.
+    async fn read_store(&mut self) -> Result<Option<Arc<Batch>>, ApiError> {
+        let page = self
+            .store
+            .changes(&self.owner, self.pos, PAGE)
+            .await
+            .map_err(|e| ApiError::from_store(e, "events"))?;
+        let read_at = Instant::now();
+        if self.pos + 1 < page.oldest && self.pos < page.head {
+            return Err(ApiError::new(
+                ErrorCode::FeedPositionExpired,
+                format!("position {} is older than the feed retains", self.pos),
+            )
+            .with_detail("oldestSequence", page.oldest));
+        }
+        let last = page.events.last().map_or(self.pos, |e| e.seq);
+        if last >= page.head {
+            // Every change after `head` reaches the owner's channel, which this stream joined
+            // before reading.
+            self.behind = false;
+        }
+        Ok((!page.events.is_empty()).then(|| {
+            Arc::new(Batch {
+                after: self.pos,
+                events: page.events,
+                read_at,
+            })
+        }))
+    }
+
+    /// The next shared page that continues the stream; `None` when there is nothing to send
+    /// (nothing new in it, or the stream fell behind and reads the store next).
+    async fn take_live(&mut self) -> Result<Option<Arc<Batch>>, ApiError> {
+        let Subscription { live, signals } = &mut self.sub;
+        let received = tokio::select! {
+            err = signals.end() => return Err(err),
+            received = live.recv() => received,
         };
-        loop {
-            match rx.recv().await {
-                Ok(n) if n.owner == self.owner && n.seq > self.pos => return,
-                Ok(_) => {}
-                // Missed notices: read the store again.
-                Err(broadcast::error::RecvError::Lagged(_)) => return,
-                Err(broadcast::error::RecvError::Closed) => {
-                    self.notices = None;
-                    return;
+        match received {
+            Ok(Live::Changes(batch)) => {
+                if batch.after > self.pos {
+                    // Changes between `pos` and this page went by unseen.
+                    self.behind = true;
+                    return Ok(None);
                 }
+                let new = batch.events.last().is_some_and(|e| e.seq > self.pos);
+                Ok(new.then_some(batch))
             }
+            Ok(Live::Failed(err)) => Err(err),
+            // Pages dropped before this stream took them: read them from the store.
+            Err(RecvError::Lagged(_)) => {
+                self.behind = true;
+                Ok(None)
+            }
+            // The owner's reader outlives every subscriber; it only stops when the server does.
+            Err(RecvError::Closed) => Err(ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                "the change feed stopped; reconnect with Last-Event-ID to resume",
+            )),
         }
     }
 }

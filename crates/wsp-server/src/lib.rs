@@ -31,6 +31,7 @@ mod discovery;
 mod encode;
 mod error;
 mod events;
+mod feed_hub;
 mod files;
 mod idempotency;
 pub mod openapi;
@@ -56,6 +57,7 @@ pub use agent_config::{
 pub use agents::{AgentRegistry, RegisteredAgent};
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
 pub use error::ApiError;
+pub use feed_hub::DEFAULT_MAX_STREAMS_PER_KEY;
 pub use runs::{RunSweep, sweep_runs};
 pub use secrets::{SecretSource, TenantSecrets};
 pub use wsp_store::idempotency::{IdempotencyRecords, MemoryIdempotency};
@@ -101,6 +103,7 @@ struct Inner {
     discovery: bytes::Bytes,
     max_body_bytes: usize,
     agents: agents::AgentsCell,
+    feeds: feed_hub::FeedHub,
 }
 
 impl std::fmt::Debug for AppState {
@@ -154,6 +157,7 @@ impl AppState {
                 discovery,
                 max_body_bytes,
                 agents,
+                feeds: feed_hub::FeedHub::default(),
             }),
         }
     }
@@ -170,6 +174,7 @@ impl AppState {
             discovery,
             max_body_bytes,
             agents,
+            feeds,
         } = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
             store: shared.store.clone(),
             auth: shared.auth.clone(),
@@ -179,6 +184,7 @@ impl AppState {
             discovery: shared.discovery.clone(),
             max_body_bytes: shared.max_body_bytes,
             agents: shared.agents.clone(),
+            feeds: shared.feeds.clone(),
         });
         Self {
             inner: Arc::new(Inner {
@@ -190,6 +196,7 @@ impl AppState {
                 discovery,
                 max_body_bytes,
                 agents,
+                feeds,
             }),
         }
     }
@@ -197,6 +204,22 @@ impl AppState {
     /// The HTTP body limit in bytes (advertised as `limits.maxRequestBodyBytes`).
     pub fn max_body_bytes(&self) -> usize {
         self.inner.max_body_bytes
+    }
+
+    /// The same state with at most `max` open change-feed streams per credential (default
+    /// [`DEFAULT_MAX_STREAMS_PER_KEY`]); the next one is answered 429 `rate_limited`. 0 refuses
+    /// every stream.
+    pub fn with_max_streams_per_key(self, max: usize) -> Self {
+        self.inner.feeds.set_max_per_key(max);
+        self
+    }
+
+    /// Ends every open change-feed stream with a final `error` event (`service_unavailable`:
+    /// the server is shutting down, reconnect with `Last-Event-ID`) and refuses new ones with
+    /// 503, so that a graceful shutdown is not held up by endless streams. [`serve`] calls it
+    /// when its shutdown begins; a host serving [`router`] itself calls it when its own does.
+    pub fn close_streams(&self) {
+        self.inner.feeds.close();
     }
 }
 
@@ -276,8 +299,9 @@ pub async fn serve(
 
 /// Serves `router(state)` on `listener` under `limits` ([`wsp_listener::serve`]: header, idle,
 /// body and write timeouts, and a connection cap that closes the connection idle longest to
-/// make room) until `shutdown` resolves, then stops accepting and drains in-flight requests
-/// for at most `limits.drain_timeout`.
+/// make room) until `shutdown` resolves, then ends the open change-feed streams
+/// ([`AppState::close_streams`]), stops accepting and drains in-flight requests for at most
+/// `limits.drain_timeout`.
 /// Meanwhile, every quarter of the run time to live (between one second and one minute), it ends
 /// runs past their time to live, so an abandoned run stops pinning versions, and forgets runs
 /// that ended longer ago than the retention ([`sweep_runs`]).
@@ -287,6 +311,14 @@ pub async fn serve_with(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // Open change-feed streams never end by themselves: end them when the shutdown begins.
+    let shutdown = {
+        let state = state.clone();
+        async move {
+            shutdown.await;
+            state.close_streams();
+        }
+    };
     let sweeper = tokio::spawn(runs::sweep_forever(state.clone()));
     let served = wsp_listener::serve(listener, router(state), limits, shutdown).await;
     sweeper.abort();

@@ -102,8 +102,8 @@ use tokio::sync::broadcast;
 use tokio_postgres::NoTls;
 use wsp_store::{
     ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, SnapshotInfo, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
-    check_file_size,
+    Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
+    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -567,6 +567,36 @@ impl WorkspaceStore for PgStore {
         Box::pin(async move {
             retrying!(inner.db, Attempts::write("snapshot"), |client| {
                 snapshots::take(&client, &inner.snapshots, owner, label)
+            })
+        })
+    }
+
+    fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("snapshot usage"), |client| {
+                snapshots::usage(&client, &inner.snapshots, inner.retention, owner)
+            })
+        })
+    }
+
+    fn snapshot_within<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a str,
+        quota: SnapshotQuota,
+    ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::write("snapshot"), |client| {
+                snapshots::take_within(
+                    &mut client,
+                    &inner.snapshots,
+                    inner.retention,
+                    owner,
+                    label,
+                    quota,
+                )
             })
         })
     }

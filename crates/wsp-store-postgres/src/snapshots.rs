@@ -3,12 +3,17 @@
 //! A snapshot is a row pinning the owner's sequence number; reads through it pick, per path,
 //! the newest stored row at or before the pin (a tombstone row hides the path). Taking one
 //! locks the owner row for an instant, so it never pins a sequence number whose transaction
-//! is still running; releasing one locks it for the prune that follows.
+//! is still running; releasing one locks it for the prune that follows. A bounded snapshot
+//! holds that lock while it counts what the owner's open snapshots hold, so the bound is kept
+//! across replicas by the database, not by any replica's memory.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
-use wsp_store::{ChangeEvent, ChangePage, FileMeta, SnapshotInfo, StoreError, new_snapshot_id};
+use wsp_store::{
+    ChangeEvent, ChangePage, FileMeta, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage,
+    StoreError, new_snapshot_id,
+};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::failure::Failure;
@@ -27,6 +32,46 @@ const TAKE: &str = "
     INSERT INTO {s}.wsp_snapshots (tenant, workspace, id, seq, label, created_at)
     SELECT $1, $2, $3, seq, $4, clock_timestamp() FROM pinned
     RETURNING seq, created_at";
+
+/// Locks the owner row (creating it at 0 when it has none) and reads its sequence number: the
+/// lock every write of the owner takes, held until the bounded snapshot commits.
+const LOCK_OWNER_FOR_SNAPSHOT: &str = "
+    INSERT INTO {s}.wsp_owners AS o (tenant, workspace, seq, live_files)
+    VALUES ($1, $2, 0, 0)
+    ON CONFLICT (tenant, workspace) DO UPDATE SET seq = o.seq
+    RETURNING o.seq";
+
+/// The owner's open snapshots, and the content bytes only they keep: per open snapshot and per
+/// path changed since it was taken (`f.seq` after its pin), the row it sees, which a later row
+/// superseded; counted once however many snapshots see it, unless it is a tombstone or among
+/// the newest `$3` versions of its path's live life (history keeps those anyway).
+const USAGE: &str = "
+    SELECT
+        (SELECT count(*) FROM {s}.wsp_snapshots AS o
+         WHERE o.tenant = $1 AND o.workspace = $2 AND o.released_at IS NULL),
+        (SELECT coalesce(sum(v.size), 0)::bigint FROM {s}.wsp_versions AS v
+         WHERE v.tenant = $1 AND v.workspace = $2 AND NOT v.deleted
+           AND (v.path, v.seq) IN (
+               SELECT f.path, (
+                   SELECT w.seq FROM {s}.wsp_versions AS w
+                   WHERE w.tenant = $1 AND w.workspace = $2 AND w.path = f.path
+                     AND w.seq <= s.seq
+                   ORDER BY w.seq DESC
+                   LIMIT 1)
+               FROM {s}.wsp_snapshots AS s
+               JOIN {s}.wsp_files AS f
+                 ON f.tenant = s.tenant AND f.workspace = s.workspace AND f.seq > s.seq
+               WHERE s.tenant = $1 AND s.workspace = $2 AND s.released_at IS NULL)
+           AND NOT EXISTS (
+               SELECT FROM {s}.wsp_files AS h
+               WHERE h.tenant = $1 AND h.workspace = $2 AND h.path = v.path AND h.live
+                 AND h.life = v.life AND v.version > h.version - $3::bigint))";
+
+/// Records a snapshot at `$4`, the sequence number read under the owner's lock.
+const INSERT_SNAPSHOT: &str = "
+    INSERT INTO {s}.wsp_snapshots (tenant, workspace, id, seq, label, created_at)
+    VALUES ($1, $2, $3, $4, $5, clock_timestamp())
+    RETURNING created_at";
 
 const INFO: &str = "
     SELECT seq, label, created_at, released_at, outcome FROM {s}.wsp_snapshots
@@ -125,6 +170,9 @@ const CHANGES: &str = "
 #[derive(Debug)]
 pub(crate) struct SnapshotSql {
     take: String,
+    lock_owner_for_snapshot: String,
+    usage: String,
+    insert_snapshot: String,
     info: String,
     open_before: String,
     forget_released: String,
@@ -142,6 +190,9 @@ impl SnapshotSql {
         let seen = crate::files::SEEN_BY_A_SNAPSHOT;
         Self {
             take: schema.render(TAKE),
+            lock_owner_for_snapshot: schema.render(LOCK_OWNER_FOR_SNAPSHOT),
+            usage: schema.render(USAGE),
+            insert_snapshot: schema.render(INSERT_SNAPSHOT),
             info: schema.render(INFO),
             open_before: schema.render(OPEN_BEFORE),
             forget_released: schema.render(FORGET_RELEASED),
@@ -158,9 +209,12 @@ impl SnapshotSql {
     /// Every statement that serves an owner, for tests (`open_before` and `forget_released` are
     /// housekeeping across owners).
     #[cfg(test)]
-    pub(crate) fn all(&self) -> [&str; 9] {
+    pub(crate) fn all(&self) -> [&str; 12] {
         [
             &self.take,
+            &self.lock_owner_for_snapshot,
+            &self.usage,
+            &self.insert_snapshot,
             &self.info,
             &self.lock_owner,
             &self.release,
@@ -213,6 +267,73 @@ pub(crate) async fn take(
         created_at: row.try_get(1)?,
         released: None,
     })
+}
+
+/// The owner's open snapshots and the bytes only they keep (one statement, one snapshot of
+/// the database).
+pub(crate) async fn usage(
+    client: &Client,
+    sql: &SnapshotSql,
+    retention: Retention,
+    owner: &Owner,
+) -> Result<SnapshotUsage, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let stmt = client.prepare_cached(&sql.usage).await?;
+    let row = client
+        .query_one(&stmt, &[&tenant, &workspace, &retention.versions])
+        .await?;
+    usage_of(&row)
+}
+
+fn usage_of(row: &Row) -> Result<SnapshotUsage, Failure> {
+    let open: i64 = row.try_get(0)?;
+    let pinned: i64 = row.try_get(1)?;
+    Ok(SnapshotUsage {
+        open: open as u64,
+        pinned_bytes: pinned as u64,
+    })
+}
+
+/// Takes a snapshot when the owner's usage admits one under `quota`. The owner row's lock is
+/// taken first and held to the commit, so racing calls on any replica wait for each other and
+/// each counts what the one before it committed: never more than `quota.max_open` open.
+pub(crate) async fn take_within(
+    client: &mut Client,
+    sql: &SnapshotSql,
+    retention: Retention,
+    owner: &Owner,
+    label: &str,
+    quota: SnapshotQuota,
+) -> Result<Result<SnapshotInfo, QuotaExceeded>, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let tx = client.transaction().await?;
+    let lock = tx.prepare_cached(&sql.lock_owner_for_snapshot).await?;
+    let seq: i64 = tx
+        .query_one(&lock, &[&tenant, &workspace])
+        .await?
+        .try_get(0)?;
+    let stmt = tx.prepare_cached(&sql.usage).await?;
+    let row = tx
+        .query_one(&stmt, &[&tenant, &workspace, &retention.versions])
+        .await?;
+    if let Err(refused) = quota.admits(usage_of(&row)?) {
+        // Dropping the transaction rolls it back: nothing was written.
+        return Ok(Err(refused));
+    }
+    let id = new_snapshot_id();
+    let insert = tx.prepare_cached(&sql.insert_snapshot).await?;
+    let row = tx
+        .query_one(&insert, &[&tenant, &workspace, &id, &seq, &label])
+        .await?;
+    let created_at: DateTime<Utc> = row.try_get(0)?;
+    tx.commit().await.map_err(Failure::Commit)?;
+    Ok(Ok(SnapshotInfo {
+        id,
+        seq: seq as u64,
+        label: label.to_owned(),
+        created_at,
+        released: None,
+    }))
 }
 
 /// A snapshot's record, released or not.

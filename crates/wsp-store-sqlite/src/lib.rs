@@ -93,8 +93,8 @@ use rusqlite::Connection;
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, SnapshotInfo, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
-    check_file_size,
+    Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
+    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -445,6 +445,24 @@ impl WorkspaceStore for SqliteStore {
     fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
         let (owner, label) = (owner.clone(), label.to_owned());
         self.write(move |conn, _| snapshots::take(conn, &owner, &label))
+    }
+
+    fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
+        let owner = owner.clone();
+        let keep = self.shared.policy.keep();
+        self.read(move |conn| snapshots::usage(conn, &owner, keep))
+    }
+
+    fn snapshot_within<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a str,
+        quota: SnapshotQuota,
+    ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
+        let (owner, label) = (owner.clone(), label.to_owned());
+        self.write(move |conn, policy| {
+            snapshots::take_within(conn, policy.keep(), &owner, &label, quota)
+        })
     }
 
     fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {

@@ -4,9 +4,14 @@
 //! a snapshot at sequence number `s` takes, for each path, the newest row with `seq <= s` (a
 //! version, or a tombstone that hides the path). Pruning keeps such rows while the snapshot is
 //! open (see `PRUNE_LIFE` in `files`); releasing it drops the rows only it still needed.
+//! What open snapshots keep beyond history is counted by `PINNED_BYTES`, and a bounded snapshot
+//! checks that count and the number open in the transaction that inserts it.
 
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
-use wsp_store::{FileMeta, SnapshotInfo, StoreError, StoredFile, new_snapshot_id};
+use wsp_store::{
+    FileMeta, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError, StoredFile,
+    new_snapshot_id,
+};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::files::{ANY_OPEN_SNAPSHOT, meta, now, parse_path, prefix_end, sqlite_error, time};
@@ -86,6 +91,35 @@ const FORGET_TOMBSTONED_FILES: &str = "
     DELETE FROM files INDEXED BY files_tombstoned
     WHERE tenant = ?1 AND workspace = ?2 AND live = 0";
 
+/// The owner's open snapshots.
+const OPEN_COUNT: &str = "
+    SELECT count(*) FROM snapshots INDEXED BY snapshots_open
+    WHERE tenant = ?1 AND workspace = ?2 AND released_at IS NULL";
+
+/// Content bytes that only open snapshots keep: per open snapshot (through `snapshots_open`,
+/// never the released ones) and per path changed since it was taken (`files.seq` after its
+/// pin, through `files_by_seq`), the row it sees, which a later row superseded; counted once
+/// however many snapshots see it, unless it is a tombstone or among the newest `?3` versions of
+/// its path's live life (history keeps those anyway). The work grows with the paths changed
+/// since each open snapshot, not with the workspace.
+const PINNED_BYTES: &str = "
+    SELECT coalesce(sum(v.size), 0) FROM versions AS v
+    WHERE v.rowid IN (
+          SELECT (
+              SELECT w.rowid FROM versions AS w
+              WHERE w.tenant = ?1 AND w.workspace = ?2 AND w.path = f.path AND w.seq <= s.seq
+              ORDER BY w.seq DESC
+              LIMIT 1)
+          FROM snapshots AS s INDEXED BY snapshots_open
+          JOIN files AS f
+            ON f.tenant = ?1 AND f.workspace = ?2 AND f.seq > s.seq
+          WHERE s.tenant = ?1 AND s.workspace = ?2 AND s.released_at IS NULL)
+      AND v.deleted = 0
+      AND NOT EXISTS (
+          SELECT 1 FROM files AS h
+          WHERE h.tenant = ?1 AND h.workspace = ?2 AND h.path = v.path AND h.live = 1
+            AND h.life = v.life AND v.version > h.version - ?3)";
+
 /// A path as of `?4`: its newest row at or before it.
 const GET_AT: &str = "
     SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content,
@@ -154,6 +188,59 @@ pub(crate) fn take(
         created_at,
         released: None,
     })
+}
+
+/// The owner's open snapshots and the bytes only they keep, `keep` being `max_versions`.
+/// The caller runs it inside a transaction, so both figures come from one committed state.
+fn usage_in(conn: &Connection, owner: &Owner, keep: i64) -> rusqlite::Result<SnapshotUsage> {
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let open: i64 = conn
+        .prepare_cached(OPEN_COUNT)?
+        .query_row((tenant, workspace), |row| row.get(0))?;
+    let pinned: i64 = conn
+        .prepare_cached(PINNED_BYTES)?
+        .query_row((tenant, workspace, keep), |row| row.get(0))?;
+    Ok(SnapshotUsage {
+        open: open as u64,
+        pinned_bytes: pinned as u64,
+    })
+}
+
+/// [`usage_in`] in a read transaction of its own.
+pub(crate) fn usage(
+    conn: &Connection,
+    owner: &Owner,
+    keep: i64,
+) -> Result<SnapshotUsage, StoreError> {
+    let fail = |e| sqlite_error("snapshot usage", e);
+    let tx = conn.unchecked_transaction().map_err(fail)?;
+    let usage = usage_in(&tx, owner, keep).map_err(fail)?;
+    tx.commit().map_err(fail)?;
+    Ok(usage)
+}
+
+/// Takes a snapshot of `owner` when its usage admits one under `quota`: the check and the
+/// insert are one immediate transaction, so racing calls (from any connection or process on
+/// the file) never open more than `quota.max_open`.
+pub(crate) fn take_within(
+    conn: &mut Connection,
+    keep: i64,
+    owner: &Owner,
+    label: &str,
+    quota: SnapshotQuota,
+) -> Result<Result<SnapshotInfo, QuotaExceeded>, StoreError> {
+    let fail = |e| sqlite_error("snapshot", e);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail)?;
+    let usage = usage_in(&tx, owner, keep).map_err(fail)?;
+    if let Err(refused) = quota.admits(usage) {
+        // Dropping the transaction rolls it back: nothing was written.
+        return Ok(Err(refused));
+    }
+    let info = take(&tx, owner, label)?;
+    tx.commit().map_err(fail)?;
+    Ok(Ok(info))
 }
 
 /// A snapshot's record, released or not.
@@ -387,6 +474,8 @@ pub(crate) fn get_at(
 pub(crate) const STATEMENTS: &[&str] = &[
     TAKE,
     INFO,
+    OPEN_COUNT,
+    PINNED_BYTES,
     OPEN_SEQ,
     RELEASE,
     PRUNE_RELEASED,
@@ -404,6 +493,10 @@ pub(crate) const EXPECTED_INDEXES: &[(&str, &str)] = &[
     (PRUNE_RELEASED, "INDEX files_by_seq"),
     (PRUNE_RELEASED, "INDEX versions_by_seq"),
     (PRUNE_RELEASED, "INDEX snapshots_open"),
+    (OPEN_COUNT, "INDEX snapshots_open"),
+    (PINNED_BYTES, "INDEX snapshots_open"),
+    (PINNED_BYTES, "INDEX files_by_seq"),
+    (PINNED_BYTES, "INDEX versions_by_seq"),
     (FORGET_TOMBSTONED_ROWS, "INDEX files_tombstoned"),
     (FORGET_TOMBSTONED_FILES, "INDEX files_tombstoned"),
     (GET_AT, "INDEX versions_by_seq"),

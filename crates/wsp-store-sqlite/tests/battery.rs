@@ -4,8 +4,9 @@ use std::path::Path;
 
 use tempfile::TempDir;
 use wsp_store::{
-    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, SnapshotInfo,
-    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
+    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, QuotaExceeded,
+    SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreFeatures, StoreFuture, StoredFile,
+    WorkspaceStore,
 };
 use wsp_store_sqlite::SqliteStore;
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
@@ -81,6 +82,19 @@ impl WorkspaceStore for TempStore {
 
     fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
         self.store.snapshot(owner, label)
+    }
+
+    fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
+        self.store.snapshot_usage(owner)
+    }
+
+    fn snapshot_within<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a str,
+        quota: SnapshotQuota,
+    ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
+        self.store.snapshot_within(owner, label, quota)
     }
 
     fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {

@@ -9,13 +9,16 @@
 //!
 //! The calling crate needs `tokio` (features `rt-multi-thread`, `macros`) as a dev-dependency.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
-use crate::{FileWrite, Limits, Precondition, SnapshotInfo, StoreError, WorkspaceStore};
+use crate::{
+    FileWrite, Limits, Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage,
+    StoreError, WorkspaceStore,
+};
 
 fn names(v: Vec<crate::FileMeta>) -> Vec<(String, u64)> {
     v.into_iter()
@@ -50,6 +53,9 @@ macro_rules! battery_tests {
             snapshots_belong_to_their_owner,
             open_snapshots_are_listed_for_housekeeping,
             released_snapshots_are_forgotten_after_retention,
+            pinned_bytes_follow_a_model,
+            snapshot_quotas_refuse_new_snapshots_only,
+            racing_snapshots_never_exceed_the_open_cap,
             the_feed_records_every_change_in_order,
             the_feed_is_per_owner_and_gap_free_under_races,
             subscribers_hear_of_commits,
@@ -957,6 +963,314 @@ where
         ids(s.open_snapshots_before(later, 10).await.unwrap()),
         [("b".to_owned(), "second".to_owned())]
     );
+}
+
+/// One row of a path in [`PinModel`]: a version of `size` bytes, or a tombstone (`None`).
+#[derive(Debug, Clone, Copy)]
+struct ModelRow {
+    seq: u64,
+    life: u64,
+    version: u64,
+    size: Option<u64>,
+}
+
+/// The reference for [`SnapshotUsage`]: every row ever stored (nothing is pruned here) and the
+/// open snapshots, so the figure follows from the definition, not from any backend's pruning.
+#[derive(Debug, Default)]
+struct PinModel {
+    keep: u64,
+    seq: u64,
+    lives: u64,
+    rows: BTreeMap<String, Vec<ModelRow>>,
+    open: BTreeMap<String, u64>,
+}
+
+impl PinModel {
+    fn new(keep: u64) -> Self {
+        Self {
+            keep,
+            ..Self::default()
+        }
+    }
+
+    fn live(&self, p: &str) -> bool {
+        self.rows
+            .get(p)
+            .and_then(|r| r.last())
+            .is_some_and(|r| r.size.is_some())
+    }
+
+    fn write(&mut self, p: &str, size: u64) {
+        self.seq += 1;
+        let last = self.rows.get(p).and_then(|r| r.last()).copied();
+        let (life, version) = match last {
+            Some(r) if r.size.is_some() => (r.life, r.version + 1),
+            _ => {
+                self.lives += 1;
+                (self.lives, 1)
+            }
+        };
+        self.rows.entry(p.to_owned()).or_default().push(ModelRow {
+            seq: self.seq,
+            life,
+            version,
+            size: Some(size),
+        });
+    }
+
+    fn delete(&mut self, p: &str) {
+        self.seq += 1;
+        let rows = self.rows.get_mut(p).expect("deleting a live path");
+        let last = *rows.last().expect("a live path has rows");
+        rows.push(ModelRow {
+            seq: self.seq,
+            life: last.life,
+            version: last.version + 1,
+            size: None,
+        });
+    }
+
+    /// Bytes of versions an open snapshot sees that neither "newest row" nor history keeps.
+    fn usage(&self) -> SnapshotUsage {
+        let mut pinned = 0;
+        for rows in self.rows.values() {
+            let live = rows.last().filter(|r| r.size.is_some());
+            for (i, r) in rows.iter().enumerate() {
+                let (Some(size), Some(next)) = (r.size, rows.get(i + 1)) else {
+                    continue;
+                };
+                let in_history =
+                    live.is_some_and(|l| l.life == r.life && r.version + self.keep > l.version);
+                let seen = self.open.values().any(|&s| r.seq <= s && s < next.seq);
+                if seen && !in_history {
+                    pinned += size;
+                }
+            }
+        }
+        SnapshotUsage {
+            open: self.open.len() as u64,
+            pinned_bytes: pinned,
+        }
+    }
+}
+
+/// `snapshot_usage` counts open snapshots and pinned bytes exactly, per owner: a long run of
+/// writes, deletes, re-creations, snapshots and releases on two owners, compared after every
+/// step with a model that keeps every row and applies the definition.
+pub async fn pinned_bytes_follow_a_model<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let keep = 2;
+    let s = make(Limits {
+        max_file_bytes: 1024,
+        max_files: 100,
+        max_versions: keep,
+    })
+    .await;
+    let owners = [owner("pin-a"), owner("pin-b")];
+    for o in &owners {
+        assert_eq!(
+            s.snapshot_usage(o).await.unwrap(),
+            SnapshotUsage::default(),
+            "an owner with nothing pins nothing"
+        );
+    }
+    let mut models = [PinModel::new(keep), PinModel::new(keep)];
+    let paths = ["a.md", "b.md", "c/d.md"];
+    // A fixed pseudo-random sequence (an LCG), the same on every backend.
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % n
+    };
+    for step in 0..160 {
+        let who = next(2) as usize;
+        let (o, model) = (&owners[who], &mut models[who]);
+        let p = paths[next(paths.len() as u64) as usize];
+        match next(10) {
+            0..=4 => {
+                let size = 1 + next(97) * 7;
+                put(&s, o, p, &"x".repeat(size as usize)).await;
+                model.write(p, size);
+            }
+            5 if model.live(p) => {
+                s.delete(o, &path(p), Precondition::None).await.unwrap();
+                model.delete(p);
+            }
+            5..=7 => {
+                let snap = if next(2) == 0 {
+                    s.snapshot(o, "model").await.unwrap()
+                } else {
+                    s.snapshot_within(o, "model", SnapshotQuota::UNBOUNDED)
+                        .await
+                        .unwrap()
+                        .expect("no bound")
+                };
+                assert_eq!(
+                    snap.seq, model.seq,
+                    "a snapshot pins the owner's last change"
+                );
+                model.open.insert(snap.id, snap.seq);
+            }
+            _ => {
+                if model.open.is_empty() {
+                    continue;
+                }
+                let pick = next(model.open.len() as u64) as usize;
+                let id = model.open.keys().nth(pick).cloned().unwrap();
+                s.release_snapshot(o, &id, "completed").await.unwrap();
+                model.open.remove(&id);
+            }
+        }
+        for (o, model) in owners.iter().zip(&models) {
+            assert_eq!(
+                s.snapshot_usage(o).await.unwrap(),
+                model.usage(),
+                "step {step}, owner {o}"
+            );
+        }
+    }
+    assert!(
+        models.iter().any(|m| m.usage().pinned_bytes > 0),
+        "the sequence pins something"
+    );
+    // Releasing everything frees everything.
+    for (o, model) in owners.iter().zip(&mut models) {
+        for id in std::mem::take(&mut model.open).into_keys() {
+            s.release_snapshot(o, &id, "completed").await.unwrap();
+        }
+        assert_eq!(s.snapshot_usage(o).await.unwrap(), SnapshotUsage::default());
+    }
+}
+
+/// `snapshot_within` refuses a new snapshot when the owner has `max_open` open or pins more
+/// than `max_pinned_bytes`, takes nothing when it refuses, never refuses a write, counts per
+/// owner, and admits again once snapshots are released.
+pub async fn snapshot_quotas_refuse_new_snapshots_only<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = make(Limits {
+        max_file_bytes: 1000,
+        max_files: 10,
+        max_versions: 1,
+    })
+    .await;
+    let (a, b) = (owner("quota-a"), owner("quota-b"));
+    let hundred = "h".repeat(100);
+    let by_bytes = SnapshotQuota {
+        max_open: 10,
+        max_pinned_bytes: 250,
+    };
+    let take = |o: &Owner, quota: SnapshotQuota| {
+        let (s, o) = (&s, o.clone());
+        async move {
+            s.snapshot_within(&o, "run", quota)
+                .await
+                .expect("the store answers")
+        }
+    };
+    put(&s, &a, "f.md", &hundred).await;
+    let s1 = take(&a, by_bytes).await.unwrap();
+    put(&s, &a, "f.md", &hundred).await;
+    let s2 = take(&a, by_bytes).await.unwrap();
+    put(&s, &a, "f.md", &hundred).await;
+    // 200 pinned: within the quota.
+    let s3 = take(&a, by_bytes).await.unwrap();
+    put(&s, &a, "f.md", &hundred).await;
+    let usage = SnapshotUsage {
+        open: 3,
+        pinned_bytes: 300,
+    };
+    assert_eq!(s.snapshot_usage(&a).await.unwrap(), usage);
+    assert_eq!(
+        take(&a, by_bytes).await,
+        Err(QuotaExceeded::PinnedBytes {
+            pinned: 300,
+            max: 250
+        })
+    );
+    // Writes still succeed, and the refusal took nothing.
+    put(&s, &a, "f.md", &hundred).await;
+    put(&s, &a, "g.md", &hundred).await;
+    assert_eq!(s.snapshot_usage(&a).await.unwrap(), usage);
+    // Another owner is not held back by it.
+    put(&s, &b, "f.md", &hundred).await;
+    assert!(take(&b, by_bytes).await.is_ok());
+    // Releasing a snapshot frees what only it kept, and the next one is admitted.
+    s.release_snapshot(&a, &s2.id, "cancelled").await.unwrap();
+    assert_eq!(
+        s.snapshot_usage(&a).await.unwrap(),
+        SnapshotUsage {
+            open: 2,
+            pinned_bytes: 200
+        }
+    );
+    let s4 = take(&a, by_bytes).await.unwrap();
+    assert_eq!(
+        s.snapshot_info(&a, &s4.id).await.unwrap().label,
+        "run",
+        "an admitted snapshot is an ordinary one"
+    );
+    // The open count: with two allowed, the third is refused until one is released.
+    let by_count = SnapshotQuota {
+        max_open: 4,
+        max_pinned_bytes: u64::MAX,
+    };
+    let s5 = take(&a, by_count).await.unwrap();
+    assert_eq!(
+        take(&a, by_count).await,
+        Err(QuotaExceeded::OpenSnapshots { open: 4, max: 4 })
+    );
+    assert_eq!(s.snapshot_usage(&a).await.unwrap().open, 4);
+    // Plain snapshots count as open too; released ones never do.
+    s.release_snapshot(&a, &s5.id, "completed").await.unwrap();
+    s.snapshot(&a, "plain").await.unwrap();
+    assert_eq!(
+        take(&a, by_count).await,
+        Err(QuotaExceeded::OpenSnapshots { open: 4, max: 4 })
+    );
+    for id in [&s1.id, &s3.id] {
+        s.release_snapshot(&a, id, "completed").await.unwrap();
+    }
+    assert!(take(&a, by_count).await.is_ok());
+}
+
+/// Many tasks racing `snapshot_within` on one owner: exactly `max_open` snapshots are taken.
+pub async fn racing_snapshots_never_exceed_the_open_cap<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    let s = Arc::new(make(Limits::default()).await);
+    let a = owner("race");
+    put(&*s, &a, "x.md", "x").await;
+    let quota = SnapshotQuota {
+        max_open: 5,
+        max_pinned_bytes: u64::MAX,
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (s, a) = (s.clone(), a.clone());
+        tasks.spawn(async move { s.snapshot_within(&a, "race", quota).await });
+    }
+    let mut taken = 0;
+    while let Some(r) = tasks.join_next().await {
+        match r.unwrap().expect("the store answers") {
+            Ok(_) => taken += 1,
+            Err(e) => assert_eq!(e, QuotaExceeded::OpenSnapshots { open: 5, max: 5 }),
+        }
+    }
+    assert_eq!(taken, 5);
+    assert_eq!(s.snapshot_usage(&a).await.unwrap().open, 5);
 }
 
 /// `forget_released_snapshots` deletes the records of snapshots released before the cutoff,

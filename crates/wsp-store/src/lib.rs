@@ -18,6 +18,7 @@ mod memory;
 mod redact;
 mod redacting;
 pub mod shared;
+mod snapshot_quota;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,6 +30,7 @@ pub use idempotency::{IdempotencyRecords, MemoryIdempotency};
 pub use memory::MemoryStore;
 pub use redact::{Redactor, Secret, SecretError};
 pub use redacting::{RedactingStore, SecretSource, TenantSecrets, refuse_secret};
+pub use snapshot_quota::{QuotaExceeded, SnapshotQuota, SnapshotUsage};
 
 /// The future returned by every [`WorkspaceStore`] method.
 ///
@@ -373,6 +375,30 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     ) -> StoreFuture<'a, usize> {
         let _ = (cutoff, limit);
         Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// How many snapshots `owner` has open and the bytes they pin ([`SnapshotUsage`]).
+    fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
+        let _ = owner;
+        Box::pin(async { Err(StoreError::Unsupported("snapshot usage")) })
+    }
+
+    /// [`snapshot`](Self::snapshot), unless `owner`'s usage is outside `quota`
+    /// ([`SnapshotQuota::admits`]). Every wsp backend checks and takes in one transaction, so
+    /// concurrent calls (from any replica) never open more than `quota.max_open`. The default
+    /// checks, then takes: concurrent calls may overshoot by their number.
+    fn snapshot_within<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a str,
+        quota: SnapshotQuota,
+    ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
+        Box::pin(async move {
+            if let Err(refused) = quota.admits(self.snapshot_usage(owner).await?) {
+                return Ok(Err(refused));
+            }
+            Ok(Ok(self.snapshot(owner, label).await?))
+        })
     }
 
     /// [`list`](Self::list) as of an open snapshot; `NotFound` when it is unknown or released.

@@ -9,8 +9,9 @@ use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::{
     ChangeEvent, ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
-    Limits, Precondition, SnapshotInfo, StoreError, StoreFeatures, StoreFuture, StoredFile,
-    WorkspaceStore, check_file_size, new_life_id, new_snapshot_id,
+    Limits, Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
+    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, check_file_size, new_life_id,
+    new_snapshot_id,
 };
 
 /// A [`WorkspaceStore`] held in process memory; everything is lost when it is dropped.
@@ -75,27 +76,53 @@ impl PathState {
             .and_then(|r| r.file.as_ref())
     }
 
+    /// Which rows are kept without any snapshot: the newest row, and the newest `keep`
+    /// versions of the live life.
+    fn kept_anyway(&self, keep: u64) -> Vec<bool> {
+        let live_life = self.live_life();
+        let mut kept = vec![false; self.rows.len()];
+        if let Some(last) = kept.last_mut() {
+            *last = true;
+        }
+        let mut in_history = 0;
+        for (i, row) in self.rows.iter().enumerate().rev() {
+            if Some(row.life) == live_life && row.file.is_some() && in_history < keep {
+                kept[i] = true;
+                in_history += 1;
+            }
+        }
+        kept
+    }
+
+    /// Which rows the snapshots pinned at `pinned` see: for each, the newest at or before it.
+    fn seen(&self, pinned: &[u64]) -> Vec<bool> {
+        let mut seen = vec![false; self.rows.len()];
+        for &s in pinned {
+            if let Some(i) = self.rows.iter().rposition(|r| r.seq <= s) {
+                seen[i] = true;
+            }
+        }
+        seen
+    }
+
+    /// Content bytes that only the snapshots pinned at `pinned` keep (see [`SnapshotUsage`]).
+    fn pinned_bytes(&self, keep: u64, pinned: &[u64]) -> u64 {
+        let kept = self.kept_anyway(keep);
+        let seen = self.seen(pinned);
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| seen[*i] && !kept[*i])
+            .filter_map(|(_, r)| r.file.as_ref().map(|f| f.meta.size))
+            .sum()
+    }
+
     /// Drops every row that neither history (the newest `keep` versions of the live life) nor
     /// an open snapshot (the newest row at or before its seq) can still see.
     fn prune(&mut self, keep: u64, pinned: &[u64]) {
-        let live_life = self.live_life();
-        let n = self.rows.len();
-        let mut needed = vec![false; n];
-        if let Some(last) = needed.last_mut() {
-            *last = true;
-        }
-        let mut kept = 0;
-        for (i, row) in self.rows.iter().enumerate().rev() {
-            if Some(row.life) == live_life && row.file.is_some() && kept < keep {
-                needed[i] = true;
-                kept += 1;
-            }
-        }
-        for &s in pinned {
-            if let Some(i) = self.rows.iter().rposition(|r| r.seq <= s) {
-                needed[i] = true;
-            }
-        }
+        let kept = self.kept_anyway(keep);
+        let seen = self.seen(pinned);
+        let needed: Vec<bool> = kept.iter().zip(&seen).map(|(k, s)| *k || *s).collect();
         let mut i = 0;
         self.rows.retain(|_| {
             i += 1;
@@ -117,6 +144,19 @@ impl OwnerState {
         self.feed.push_back(event);
         while self.feed.len() as u64 > retention {
             self.feed.pop_front();
+        }
+    }
+
+    /// Open snapshots and the bytes only they keep.
+    fn snapshot_usage(&self, keep: u64) -> SnapshotUsage {
+        let pinned = self.pinned();
+        SnapshotUsage {
+            open: pinned.len() as u64,
+            pinned_bytes: self
+                .paths
+                .values()
+                .map(|p| p.pinned_bytes(keep, &pinned))
+                .sum(),
         }
     }
 
@@ -314,6 +354,30 @@ impl MemoryStore {
         Ok(Deleted { version })
     }
 
+    /// Takes a snapshot if the owner's usage admits one, under the owner's lock (so racing
+    /// calls never exceed the quota).
+    fn snapshot_sync(
+        &self,
+        owner: &Owner,
+        label: &str,
+        quota: SnapshotQuota,
+    ) -> Result<SnapshotInfo, QuotaExceeded> {
+        let state = self.owner_or_insert(owner);
+        let mut st = state.write().unwrap_or_else(|e| e.into_inner());
+        if quota != SnapshotQuota::UNBOUNDED {
+            quota.admits(st.snapshot_usage(self.limits.max_versions.max(1)))?;
+        }
+        let info = SnapshotInfo {
+            id: new_snapshot_id(),
+            seq: st.seq,
+            label: label.to_owned(),
+            created_at: Utc::now(),
+            released: None,
+        };
+        st.snapshots.insert(info.id.clone(), info.clone());
+        Ok(info)
+    }
+
     fn release_sync(
         &self,
         owner: &Owner,
@@ -430,17 +494,24 @@ impl WorkspaceStore for MemoryStore {
     }
 
     fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        let state = self.owner_or_insert(owner);
-        let mut st = state.write().unwrap_or_else(|e| e.into_inner());
-        let info = SnapshotInfo {
-            id: new_snapshot_id(),
-            seq: st.seq,
-            label: label.to_owned(),
-            created_at: Utc::now(),
-            released: None,
-        };
-        st.snapshots.insert(info.id.clone(), info.clone());
-        Box::pin(async move { Ok(info) })
+        let taken = self.snapshot_sync(owner, label, SnapshotQuota::UNBOUNDED);
+        Box::pin(async move { Ok(taken.expect("an unbounded quota admits every snapshot")) })
+    }
+
+    fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
+        let keep = self.limits.max_versions.max(1);
+        let usage = self.read(owner, |st| Ok(st.snapshot_usage(keep)));
+        Box::pin(async move { usage })
+    }
+
+    fn snapshot_within<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a str,
+        quota: SnapshotQuota,
+    ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
+        let taken = self.snapshot_sync(owner, label, quota);
+        Box::pin(async move { Ok(taken) })
     }
 
     fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 use wsp_store::{
-    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, SnapshotInfo,
-    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, new_life_id,
+    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, QuotaExceeded,
+    SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreFeatures, StoreFuture, StoredFile,
+    WorkspaceStore, new_life_id,
 };
 use wsp_store_postgres::{PgOptions, PgStore};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
@@ -211,6 +212,21 @@ macro_rules! delegate_store {
             ) -> StoreFuture<'a, SnapshotInfo> {
                 let $this = self;
                 $pick.snapshot(owner, label)
+            }
+
+            fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
+                let $this = self;
+                $pick.snapshot_usage(owner)
+            }
+
+            fn snapshot_within<'a>(
+                &'a self,
+                owner: &'a Owner,
+                label: &'a str,
+                quota: SnapshotQuota,
+            ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
+                let $this = self;
+                $pick.snapshot_within(owner, label, quota)
             }
 
             fn snapshot_info<'a>(

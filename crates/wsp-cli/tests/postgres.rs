@@ -1,7 +1,8 @@
 //! Stateless replicas on one PostgreSQL: three `wsp serve --store postgres://...` processes.
 //!
-//! Needs `WSP_TEST_POSTGRES_URL` (CI sets it). Without it the test fails and says why, unless
-//! `WSP_SKIP_POSTGRES=1` is set, in which case it prints loudly that it did not run.
+//! The server is `WSP_TEST_POSTGRES_URL`, or else the throwaway cluster that the test binaries of
+//! this `cargo test` share (see `wsp-pgtest`); the binary says on stderr which one it used.
+//! Without either, the tests fail with one line saying what to do.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -13,18 +14,9 @@ use wsp_types::{ETag, WorkspacePath};
 
 const WSP: &str = env!("CARGO_BIN_EXE_wsp");
 
-fn database_url() -> Option<String> {
-    match std::env::var("WSP_TEST_POSTGRES_URL") {
-        Ok(url) => Some(url),
-        Err(_) if std::env::var("WSP_SKIP_POSTGRES").as_deref() == Ok("1") => {
-            eprintln!("SKIPPED: PostgreSQL tests not run (WSP_SKIP_POSTGRES=1)");
-            None
-        }
-        Err(_) => panic!(
-            "WSP_TEST_POSTGRES_URL is not set: these tests need PostgreSQL \
-             (e.g. postgres://postgres@127.0.0.1:5432/test); set WSP_SKIP_POSTGRES=1 to skip them"
-        ),
-    }
+/// The database URL (see the module docs); panics with one line when there is none.
+fn database_url() -> String {
+    wsp_pgtest::database_url().to_owned()
 }
 
 struct Replica {
@@ -113,7 +105,7 @@ fn p(s: &str) -> WorkspacePath {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_replicas_share_one_database() {
-    let Some(db) = database_url() else { return };
+    let db = database_url();
     let schema = random_schema();
     // A key created through the store, before any replica runs (this also migrates the schema).
     let out = Command::new(WSP)
@@ -275,7 +267,7 @@ async fn three_replicas_share_one_database() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotency_key_used_on_one_replica_replays_on_another() {
-    let Some(db) = database_url() else { return };
+    let db = database_url();
     let schema = random_schema();
     let out = Command::new(WSP)
         .args(["keys", "create", "--store", &db, "--pg-schema", &schema])
@@ -363,7 +355,7 @@ fn wsp_ok(args: &[&str]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_made_against_the_store_count_on_every_replica() {
-    let Some(db) = database_url() else { return };
+    let db = database_url();
     let schema = random_schema();
     let key = wsp_ok(&[
         "keys",

@@ -74,14 +74,13 @@
 //!
 //! # Tests
 //!
-//! The tests need a PostgreSQL server; they read its URL from `WSP_TEST_POSTGRES_URL`
-//! (CI sets `postgres://postgres@127.0.0.1:5432/test`; the role must be allowed to create
-//! schemas). Each test works in a fresh schema of its own (`wsp_test_<random>`) and drops it at
-//! the end, so runs never see each other. Without the URL every test **fails** with a message
-//! saying so, unless `WSP_SKIP_POSTGRES=1` is set explicitly: then the test binary prints
-//! `SKIPPED: PostgreSQL tests not run` to stderr (past the harness's output capture) and each
-//! test returns without doing anything. One test needs no database and always runs (connect
-//! refusals).
+//! The tests need a PostgreSQL server: `WSP_TEST_POSTGRES_URL` when it is set (its role must be
+//! allowed to create schemas), otherwise a throwaway cluster made from the machine's PostgreSQL
+//! programs, shared by the test binaries of one `cargo test` and removed when it ends (see the
+//! `wsp-pgtest` crate). Each test binary says once on stderr which server it used. Each test
+//! works in a fresh schema of its own (`wsp_test_<random>`) and drops it at the end, so runs
+//! never see each other. Without the URL or the programs every test **fails** with one line
+//! saying what to do; no test is ever skipped. One test needs no database (connect refusals).
 
 mod approvals;
 mod failure;

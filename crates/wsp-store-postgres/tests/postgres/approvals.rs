@@ -5,11 +5,11 @@ use wsp_store::approvals::ApprovalRegistry;
 use wsp_store_postgres::PgApprovals;
 use wsp_types::Owner;
 
-use crate::support::{TestSchema, database_or_skip};
+use crate::support::{TestSchema, database_url};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_round_trip_across_replicas() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     // One replica's approvals share its store's pool; the other is `wsp agents approve` in
     // another process, connected with the approvals alone.

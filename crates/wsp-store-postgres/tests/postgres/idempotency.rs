@@ -6,18 +6,18 @@ use std::sync::Arc;
 use wsp_store::Limits;
 use wsp_store::idempotency::{Claim, IdempotencyRecords, StoredResponse, check_records};
 
-use crate::support::{database_or_skip, owner, replicas};
+use crate::support::{database_url, owner, replicas};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn records_pass_the_battery() {
-    let url = database_or_skip!();
+    let url = database_url();
     let (_schema, stores) = replicas(&url, Limits::default(), 1).await;
     check_records(Arc::new(stores[0].idempotency_records())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_key_used_on_one_replica_replays_on_another() {
-    let url = database_or_skip!();
+    let url = database_url();
     let (_schema, stores) = replicas(&url, Limits::default(), 2).await;
     let one: Arc<dyn IdempotencyRecords> = Arc::new(stores[0].idempotency_records());
     let two: Arc<dyn IdempotencyRecords> = Arc::new(stores[1].idempotency_records());

@@ -5,11 +5,11 @@ use wsp_store::{Limits, StoreError};
 use wsp_store_postgres::PgKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
-use crate::support::{TestSchema, admin, database_or_skip};
+use crate::support::{TestSchema, admin, database_url};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_round_trip_across_replicas() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     // One replica's registry shares its store's pool; the other is a separate process's view
     // (`wsp keys create` connects with the registry alone).

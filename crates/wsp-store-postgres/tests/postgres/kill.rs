@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use wsp_store::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
 
-use crate::support::{TestSchema, database_or_skip, owner, path};
+use crate::support::{TestSchema, database_url, owner, path};
 
 const SCHEMA_VAR: &str = "WSP_PG_REPLICA_SCHEMA";
 const TAG_VAR: &str = "WSP_PG_REPLICA_TAG";
@@ -124,7 +124,7 @@ fn collect(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_killed_mid_load_loses_nothing_it_acknowledged() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let store = schema.store(limits()).await;
     let a = owner("a");

@@ -2,8 +2,10 @@
 //! replicas, replica races (in one process and as processes killed with SIGKILL), migrations,
 //! keys, outages and the stored data model.
 //!
-//! The server comes from `WSP_TEST_POSTGRES_URL`; without it every test fails, unless
-//! `WSP_SKIP_POSTGRES=1` says to skip them (see the crate docs). Each test has a schema of its own.
+//! The server is `WSP_TEST_POSTGRES_URL`, or else a throwaway cluster shared by the test
+//! binaries of one `cargo test` (see `wsp-pgtest` and the crate docs); the binary says on stderr
+//! which one it used. Without either, every test fails with one line saying what to do. Each
+//! test has a schema of its own.
 
 mod support;
 

@@ -7,14 +7,14 @@ use wsp_store::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
 use wsp_store_postgres::{ConnectError, PgOptions, PgStore, SCHEMA_VERSION};
 use wsp_types::ETag;
 
-use crate::support::{TestSchema, admin, database_or_skip, owner, path};
+use crate::support::{TestSchema, admin, database_url, owner, path};
 
 /// Every committed write and delete takes the owner's next sequence number; refused ones take
 /// none. A tombstone keeps its delete's number and the last version plus one; a delete drops
 /// the path's stored versions; `live_files` follows creates and deletes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sequence_numbers_tombstones_and_counts_are_stored() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let s = schema.store(Limits::default()).await;
     let (a, b) = (owner("a"), owner("b"));
@@ -105,7 +105,7 @@ async fn sequence_numbers_tombstones_and_counts_are_stored() {
 /// timestamp read back equals the one the write returned.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_string_round_trips() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let s = schema.store(Limits::default()).await;
     let a = owner("a");
@@ -144,7 +144,7 @@ async fn any_string_round_trips() {
 /// string prefix (`_` is not a pattern).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_sort_bytewise_and_prefixes_are_literal() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let s = schema.store(Limits::default()).await;
     let a = owner("a");
@@ -183,7 +183,7 @@ async fn lists_sort_bytewise_and_prefixes_are_literal() {
 /// A store refuses a schema that a newer build migrated, and names both versions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_schema_is_refused() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     drop(schema.store(Limits::default()).await);
     admin(&url)
@@ -277,7 +277,7 @@ async fn bad_settings_and_absent_databases_are_refused() {
 /// An etag of another schema's store (another deployment) never matches here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schemas_are_separate_deployments() {
-    let url = database_or_skip!();
+    let url = database_url();
     let (one, two) = (TestSchema::new(&url), TestSchema::new(&url));
     let (s1, s2) = (
         one.store(Limits::default()).await,
@@ -313,7 +313,7 @@ async fn schemas_are_separate_deployments() {
 /// afterwards shows exactly what it showed before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_schema_with_data_is_migrated() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let s = schema.store(Limits::default()).await;
     let a = owner("a");

@@ -13,7 +13,7 @@ use wsp_store::keys::KeyRegistry as _;
 use wsp_store::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
 use wsp_store_postgres::{PgOptions, PgStore};
 
-use crate::support::{TestSchema, admin, database_or_skip, owner, path};
+use crate::support::{TestSchema, admin, database_url, owner, path};
 
 /// `url` with `application_name` set, so a test can find its own sessions.
 fn named(url: &str, name: &str) -> String {
@@ -83,7 +83,7 @@ fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, StoreError>) {
 /// from then on calls succeed, on data that is all still there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminated_sessions_are_replaced() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let app = schema.name.clone();
     let store = PgStore::connect(&named(&url, &app), Limits::default(), schema.options())
@@ -174,7 +174,7 @@ async fn new_lock_waiter(db: &tokio_postgres::Client, app: &str, except: Option<
 /// fresh connection, and the write lands exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_whose_session_dies_before_commit_is_retried_once() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let app = schema.name.clone();
     let store = PgStore::connect(&named(&url, &app), Limits::default(), schema.options())
@@ -370,7 +370,7 @@ async fn store_via_relay(url: &str, schema: &TestSchema) -> (Relay, PgStore) {
 /// meanwhile is not stored; it comes back: the same store serves again by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_database_is_unavailable_then_recovers() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let (mut relay, store) = store_via_relay(&url, &schema).await;
     let (a, p) = (owner("a"), path("plan.md"));
@@ -416,7 +416,7 @@ async fn a_lost_database_is_unavailable_then_recovers() {
 /// again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_database_is_unavailable_then_recovers() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let (mut relay, store) = store_via_relay(&url, &schema).await;
     let (a, p) = (owner("a"), path("plan.md"));
@@ -481,7 +481,7 @@ async fn a_silent_database_is_unavailable_then_recovers() {
 /// reads are not blocked by the lock; once it is released, writes go through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_timeout_is_unavailable() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let options = PgOptions {
         statement_timeout: Duration::from_millis(300),
@@ -524,7 +524,7 @@ async fn a_statement_timeout_is_unavailable() {
 /// the row (PostgreSQL's DETAIL would): the content never appears in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn internal_errors_never_quote_content() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let store = schema.store(Limits::default()).await;
     let (a, p) = (owner("a"), path("secret.md"));

@@ -8,14 +8,14 @@ use wsp_store::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
 use wsp_store_postgres::{PgKeyRegistry, PgStore, SCHEMA_VERSION};
 use wsp_types::LimitKind;
 
-use crate::support::{TestSchema, admin, database_or_skip, owner, path, replicas};
+use crate::support::{TestSchema, admin, database_url, owner, path, replicas};
 
 /// The battery again, every call going to the next of two replicas.
 mod alternating {
-    use crate::support::{Replicas, database_or_skip};
+    use crate::support::{Replicas, database_url};
 
     wsp_store::battery_tests!({
-        let url = database_or_skip!();
+        let url = database_url();
         move |limits| {
             let url = url.clone();
             async move { Replicas::new(&url, limits, 2).await }
@@ -35,7 +35,7 @@ fn roomy() -> Limits {
 /// numbers every committed write once, gap-free, and no refused write consumed one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_racing_if_match_writes_have_one_winner_per_version() {
-    let url = database_or_skip!();
+    let url = database_url();
     let (schema, stores) = replicas(&url, roomy(), 2).await;
     let a = owner("a");
     let paths = ["race/1.md", "race/2.md", "race/3.md"];
@@ -126,7 +126,7 @@ async fn replicas_racing_if_match_writes_have_one_winner_per_version() {
 /// is created, every other create is refused with the limit, and the live count agrees.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_racing_creators_respect_max_files() {
-    let url = database_or_skip!();
+    let url = database_url();
     let limits = Limits {
         max_files: 5,
         ..Limits::default()
@@ -188,7 +188,7 @@ async fn replicas_racing_creators_respect_max_files() {
 /// (the other finds nothing), one create wins (the other conflicts at version 1), every round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_racing_deletes_and_recreates_have_one_winner() {
-    let url = database_or_skip!();
+    let url = database_url();
     let (_schema, stores) = replicas(&url, Limits::default(), 2).await;
     let a = owner("a");
     let p = path("cycle.md");
@@ -238,7 +238,7 @@ async fn replicas_racing_deletes_and_recreates_have_one_winner() {
 /// Stores and key registries connecting at once to a new schema migrate it exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_connects_migrate_once() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let mut connects = tokio::task::JoinSet::new();
     for i in 0..6 {
@@ -317,7 +317,7 @@ async fn next_notice(
 /// by itself and re-announces the owners' heads, so a commit made meanwhile is not missed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn notices_cross_replicas_and_survive_a_lost_listener() {
-    let url = database_or_skip!();
+    let url = database_url();
     let schema = TestSchema::new(&url);
     let app = schema.name.clone();
     let listening = PgStore::connect(
@@ -386,7 +386,7 @@ async fn notices_cross_replicas_and_survive_a_lost_listener() {
 /// released with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn snapshots_under_racing_replicas_match_the_feed() {
-    let url = database_or_skip!();
+    let url = database_url();
     let limits = Limits {
         max_versions: 2,
         ..Limits::default()

@@ -1,8 +1,8 @@
-//! Finding the test database, a fresh schema per test, and stores that delegate to `PgStore`s.
+//! The test database, a fresh schema per test, and stores that delegate to `PgStore`s.
 
 use std::io::Write as _;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use tokio::sync::broadcast;
@@ -14,47 +14,16 @@ use wsp_store::{
 use wsp_store_postgres::{PgOptions, PgStore};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
-/// The variable holding the test database's URL.
-pub const URL_VAR: &str = "WSP_TEST_POSTGRES_URL";
-/// Set to `1` to skip the PostgreSQL tests explicitly.
-pub const SKIP_VAR: &str = "WSP_SKIP_POSTGRES";
+/// The variable holding the test database's URL; a test passes the URL to the processes it
+/// starts through it.
+pub use wsp_pgtest::URL_VAR;
 
-/// The test database's URL, or `None` when skipping was asked for (after saying so once on
-/// stderr, past the test harness's output capture). Panics when neither is set: silence is not a pass.
-pub fn database_url() -> Option<String> {
-    if let Ok(url) = std::env::var(URL_VAR)
-        && !url.trim().is_empty()
-    {
-        return Some(url);
-    }
-    if std::env::var(SKIP_VAR).as_deref() == Ok("1") {
-        static SAID: Once = Once::new();
-        SAID.call_once(|| {
-            let line = format!(
-                "SKIPPED: PostgreSQL tests not run ({SKIP_VAR}=1; set {URL_VAR} to run them)\n"
-            );
-            let _ = std::io::stderr().write_all(line.as_bytes());
-        });
-        return None;
-    }
-    panic!(
-        "{URL_VAR} is not set, so the PostgreSQL store tests cannot run. Point it at a server \
-         whose role may create schemas, e.g. \
-         {URL_VAR}=postgres://postgres@127.0.0.1:5432/test, or set {SKIP_VAR}=1 to skip these \
-         tests explicitly."
-    );
+/// The test database's URL: `WSP_TEST_POSTGRES_URL`, or else the throwaway cluster that the
+/// test binaries of this `cargo test` share (see `wsp-pgtest`). Panics with one line saying what
+/// to do when there is neither: a PostgreSQL test never passes without running.
+pub fn database_url() -> String {
+    wsp_pgtest::database_url().to_owned()
 }
-
-/// The test database's URL, or returns from the calling test when skipping.
-macro_rules! database_or_skip {
-    () => {
-        match $crate::support::database_url() {
-            Some(url) => url,
-            None => return,
-        }
-    };
-}
-pub(crate) use database_or_skip;
 
 /// An admin connection (its own, outside any store's pool).
 pub async fn admin(url: &str) -> tokio_postgres::Client {

@@ -1,14 +1,43 @@
-//! The server's configuration file (`wsp serve --config wsp.toml`).
+//! What `wsp serve` and `wsp mcp` are configured with alike: the configuration file
+//! (`--config wsp.toml`) and the store limits (`--max-file-bytes`, `--max-files`,
+//! `--max-versions`), so that the two commands sharing a data directory write under the same
+//! secrets and the same limits.
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use clap::Args;
 use wsp_server::config_file::ConfigFile;
 use wsp_server::{ConfigAgentRegistry, TenantSecrets};
-use wsp_store::{Redactor, Secret};
+use wsp_store::{Limits, Redactor, Secret};
 use wsp_types::OwnerId;
 
 use crate::CliError;
+
+/// The store limits flags (`wsp serve` and `wsp mcp`).
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// Largest file content in UTF-8 bytes.
+    #[arg(long, default_value_t = Limits::default().max_file_bytes, value_parser = clap::value_parser!(u64).range(1..))]
+    max_file_bytes: u64,
+    /// Most live files per workspace.
+    #[arg(long, default_value_t = Limits::default().max_files, value_parser = clap::value_parser!(u64).range(1..))]
+    max_files: u64,
+    /// Versions retained per file.
+    #[arg(long, default_value_t = Limits::default().max_versions, value_parser = clap::value_parser!(u64).range(1..))]
+    max_versions: u64,
+}
+
+impl LimitArgs {
+    /// The limits these flags describe.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_file_bytes: self.max_file_bytes,
+            max_files: self.max_files,
+            max_versions: self.max_versions,
+        }
+    }
+}
 
 /// The whole file, read and validated. Its shape is [`ConfigFile`] (whose JSON Schema is
 /// `schemas/config/wsp.schema.json`); unknown keys are refused so that a typo never silently

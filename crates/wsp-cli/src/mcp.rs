@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use wsp_mcp::McpServer;
-use wsp_store::{Limits, WorkspaceStore};
+use wsp_store::{RedactingStore, SecretSource, TenantSecrets, WorkspaceStore};
 use wsp_store_sqlite::SqliteStore;
 use wsp_types::OwnerId;
 use wsp_vfs::{AgentIdentity, ItemsProfile, MountTable, SharedAgentList, Vfs};
 
 use crate::CliError;
+use crate::config::{FileConfig, LimitArgs};
 use crate::location::unusable_data_dir;
 
 /// Which tools the server offers.
@@ -43,6 +44,12 @@ pub struct McpArgs {
     /// Data directory (created if needed): virtual mounts and items live in its SQLite file.
     #[arg(long, default_value = "./wsp-data")]
     data: PathBuf,
+    /// The configuration file of `wsp serve` (TOML): the `[[secrets]]` of `--tenant` are
+    /// redacted from every write (WSR-1), as the server sharing the data directory does.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// Tenant that owns the virtual namespaces and the items.
     #[arg(long, default_value = "default")]
     tenant: String,
@@ -71,9 +78,17 @@ impl McpArgs {
 /// Runs the server until stdin closes (stdio) or until Ctrl-C or SIGTERM (HTTP).
 pub async fn run(args: McpArgs) -> Result<(), CliError> {
     crate::lifecycle::init_logging(false);
+    let secrets: Arc<dyn SecretSource> = match &args.config {
+        Some(path) => Arc::new(
+            FileConfig::load(path)
+                .and_then(|config| config.secrets())
+                .map_err(|e| CliError(one_line(&e.0)))?,
+        ),
+        None => Arc::new(TenantSecrets::default()),
+    };
     let server = match args.profile {
-        ProfileKind::Files => files_server(&args)?,
-        ProfileKind::Items => items_server(&args)?,
+        ProfileKind::Files => files_server(&args, secrets)?,
+        ProfileKind::Items => items_server(&args, secrets)?,
     };
     tracing::info!(
         profile = ?args.profile,
@@ -130,7 +145,7 @@ fn http_token() -> Result<(wsp_mcp::BearerToken, bool), CliError> {
         .map_err(|e| CliError(format!("{TOKEN_ENV}: {e}")))
 }
 
-fn files_server(args: &McpArgs) -> Result<McpServer, CliError> {
+fn files_server(args: &McpArgs, secrets: Arc<dyn SecretSource>) -> Result<McpServer, CliError> {
     let Some(mounts) = &args.mounts else {
         return Err(CliError(
             "--profile files needs a mount table: --mounts mounts.toml".into(),
@@ -147,7 +162,7 @@ fn files_server(args: &McpArgs) -> Result<McpServer, CliError> {
         .iter()
         .any(|ws| ws.mount.namespace().is_some())
     {
-        builder = builder.virtual_store(open_store(&args.data)?);
+        builder = builder.virtual_store(open_store(args, secrets)?);
     }
     let vfs = builder
         .build()
@@ -155,7 +170,7 @@ fn files_server(args: &McpArgs) -> Result<McpServer, CliError> {
     Ok(McpServer::files(vfs))
 }
 
-fn items_server(args: &McpArgs) -> Result<McpServer, CliError> {
+fn items_server(args: &McpArgs, secrets: Arc<dyn SecretSource>) -> Result<McpServer, CliError> {
     if args.mounts.is_some() {
         return Err(CliError(
             "--mounts is for --profile files; the items profile keeps the agent's items in its home workspace".into(),
@@ -178,17 +193,23 @@ fn items_server(args: &McpArgs) -> Result<McpServer, CliError> {
     for id in &args.publish_to {
         shared = shared.with(owner_id("--publish-to", id)?);
     }
-    let items = ItemsProfile::new(open_store(&args.data)?, agent, Arc::new(shared));
+    let items = ItemsProfile::new(open_store(args, secrets)?, agent, Arc::new(shared));
     Ok(McpServer::items(items))
 }
 
-/// `<data>/wsp.sqlite3`, the same file `wsp serve` uses, so a restart keeps every virtual file.
-fn open_store(data: &Path) -> Result<Arc<dyn WorkspaceStore>, CliError> {
+/// `<data>/wsp.sqlite3`, the same file `wsp serve` uses, so a restart keeps every virtual file,
+/// under `--max-*` limits, and written through the WSR-1 layer, so every writer (virtual and
+/// overlay mounts, the items, publishing) is redacted.
+fn open_store(
+    args: &McpArgs,
+    secrets: Arc<dyn SecretSource>,
+) -> Result<Arc<dyn WorkspaceStore>, CliError> {
+    let data: &Path = &args.data;
     let fail = |e: &dyn std::fmt::Display| unusable_data_dir(data, e);
     std::fs::create_dir_all(data).map_err(|e| fail(&e))?;
     let store =
-        SqliteStore::open(&data.join("wsp.sqlite3"), Limits::default()).map_err(|e| fail(&e))?;
-    Ok(Arc::new(store))
+        SqliteStore::open(&data.join("wsp.sqlite3"), args.limits.limits()).map_err(|e| fail(&e))?;
+    Ok(Arc::new(RedactingStore::new(Arc::new(store), secrets)))
 }
 
 fn owner_id(flag: &str, value: &str) -> Result<OwnerId, CliError> {

@@ -8,7 +8,7 @@ use clap::Args;
 use wsp_server::{AppState, KeyAuthenticator, ServerConfig};
 use wsp_store::approvals::ApprovalRegistry;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
-use wsp_store::{IdempotencyRecords, Limits, MemoryIdempotency, MemoryStore, WorkspaceStore};
+use wsp_store::{IdempotencyRecords, MemoryIdempotency, MemoryStore, WorkspaceStore};
 use wsp_store_postgres::{PgOptions, PgStore};
 use wsp_store_sqlite::SqliteStore;
 use wsp_store_sqlite::approvals::SqliteApprovals;
@@ -17,7 +17,7 @@ use wsp_types::{Owner, Scopes};
 
 use crate::CliError;
 use crate::agents::approvals_file;
-use crate::config::FileConfig;
+use crate::config::{FileConfig, LimitArgs};
 use crate::keys::key_file;
 use crate::location::{unusable_data_dir, unusable_postgres};
 
@@ -99,15 +99,8 @@ pub struct ServeArgs {
     store: StoreKind,
     #[command(flatten)]
     pg: PgArgs,
-    /// Largest file content in UTF-8 bytes.
-    #[arg(long, default_value_t = Limits::default().max_file_bytes, value_parser = clap::value_parser!(u64).range(1..))]
-    max_file_bytes: u64,
-    /// Most live files per workspace.
-    #[arg(long, default_value_t = Limits::default().max_files, value_parser = clap::value_parser!(u64).range(1..))]
-    max_files: u64,
-    /// Versions retained per file.
-    #[arg(long, default_value_t = Limits::default().max_versions, value_parser = clap::value_parser!(u64).range(1..))]
-    max_versions: u64,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// Configuration file (TOML): secrets to redact per tenant, agent packs and approvals.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -139,11 +132,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
     };
-    let limits = Limits {
-        max_file_bytes: args.max_file_bytes,
-        max_files: args.max_files,
-        max_versions: args.max_versions,
-    };
+    let limits = args.limits.limits();
     let data_dir_error = |e: &dyn std::fmt::Display| unusable_data_dir(&args.data, e);
     std::fs::create_dir_all(&args.data).map_err(|e| data_dir_error(&e))?;
     // Idempotency-Key records live with the data: in PostgreSQL, shared by the replicas; in

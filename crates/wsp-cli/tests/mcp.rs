@@ -282,3 +282,227 @@ fn http_needs_the_bearer_token() {
         "{stderr}"
     );
 }
+
+const SECRET: &str = "sk-live-1234567890";
+
+/// A `wsp serve` configuration file with one secret of tenant `default`.
+fn write_config(dir: &Path) -> String {
+    let path = dir.join("wsp.toml");
+    std::fs::write(
+        &path,
+        format!("[[secrets]]\ntenant = \"default\"\nid = \"openai\"\nvalue = \"{SECRET}\"\n"),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// Every live file of `owner` in the SQLite file of `data`, with every retained version, as
+/// `path@version: "content"` lines: what `wsp serve` over the same directory would serve.
+fn stored(data: &Path, tenant: &str, workspace: &str) -> String {
+    use wsp_store::WorkspaceStore;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = wsp_store_sqlite::SqliteStore::open(
+            &data.join("wsp.sqlite3"),
+            wsp_store::Limits::default(),
+        )
+        .unwrap();
+        let owner = wsp_types::Owner::parse(tenant, workspace).unwrap();
+        let mut out = String::new();
+        let files = store
+            .list(&owner, &wsp_types::WorkspacePrefix::all())
+            .await
+            .unwrap();
+        for meta in files {
+            for version in store.history(&owner, &meta.path).await.unwrap() {
+                let file = store
+                    .get(&owner, &meta.path, Some(version.version))
+                    .await
+                    .unwrap();
+                out.push_str(&format!(
+                    "{}@{}: {:?}\n",
+                    meta.path.as_str(),
+                    version.version,
+                    file.content
+                ));
+            }
+        }
+        out
+    })
+}
+
+#[test]
+fn with_the_servers_config_every_write_is_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path());
+    let table = write_table(
+        dir.path(),
+        "[[workspace]]\npath = \"/outbox\"\nscope = \"rw\"\nmount = { virtual = \"outbox\" }\n",
+    );
+    let data = dir.path().join("data");
+    let data_arg = data.display().to_string();
+
+    let (responses, _) = session(
+        &["--mounts", &table, "--data", &data_arg, "--config", &config],
+        &[
+            call(
+                "write_file",
+                json!({"path": "/outbox/plan.md", "content": format!("key={SECRET}\n")}),
+            ),
+            call(
+                "edit_file",
+                json!({"path": "/outbox/plan.md", "old_string": "key=",
+                       "new_string": format!("old={SECRET} key=")}),
+            ),
+            call(
+                "write_file",
+                json!({"path": format!("/outbox/{SECRET}.md"), "content": "x"}),
+            ),
+            call("read_file", json!({"path": "/outbox/plan.md"})),
+        ],
+    );
+    assert_eq!(responses[1]["result"]["isError"], false, "{}", responses[1]);
+    assert_eq!(responses[2]["result"]["isError"], false, "{}", responses[2]);
+    let refused = &responses[3]["result"];
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "invalid_path",
+        "{refused}"
+    );
+    let text = responses[4]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.contains("old=[REDACTED:openai] key=[REDACTED:openai]"),
+        "{text}"
+    );
+
+    // The items profile, over the same data directory.
+    let (responses, _) = session(
+        &[
+            "--profile",
+            "items",
+            "--agent",
+            "main",
+            "--user",
+            "u1",
+            "--data",
+            &data_arg,
+            "--config",
+            &config,
+        ],
+        &[
+            call(
+                "workspace_write",
+                json!({"key": "memory", "value": format!("the key is {SECRET}")}),
+            ),
+            call("workspace_write", json!({"key": SECRET, "value": "x"})),
+        ],
+    );
+    assert_eq!(responses[1]["result"]["isError"], false, "{}", responses[1]);
+    let refused = &responses[2]["result"];
+    assert_eq!(
+        refused["structuredContent"]["error"]["code"], "invalid_path",
+        "{refused}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("a configured secret appears in the path"),
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains(SECRET), "{refused}");
+
+    let outbox = stored(&data, "default", "outbox");
+    assert_eq!(
+        outbox,
+        "plan.md@2: \"old=[REDACTED:openai] key=[REDACTED:openai]\\n\"\n\
+         plan.md@1: \"key=[REDACTED:openai]\\n\"\n"
+    );
+    assert_eq!(
+        stored(&data, "default", "user-u1"),
+        "memory@1: \"the key is [REDACTED:openai]\"\n"
+    );
+}
+
+#[test]
+fn the_store_limits_flags_are_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = write_table(
+        dir.path(),
+        "[[workspace]]\npath = \"/outbox\"\nscope = \"rw\"\nmount = { virtual = \"outbox\" }\n",
+    );
+    let data = dir.path().join("data").display().to_string();
+    let args = [
+        "--mounts",
+        &table,
+        "--data",
+        &data,
+        "--max-file-bytes",
+        "16",
+        "--max-files",
+        "1",
+        "--max-versions",
+        "1",
+    ];
+    let (responses, _) = session(
+        &args,
+        &[
+            call(
+                "write_file",
+                json!({"path": "/outbox/big.md", "content": "x".repeat(17)}),
+            ),
+            call(
+                "write_file",
+                json!({"path": "/outbox/a.md", "content": "one"}),
+            ),
+            call(
+                "write_file",
+                json!({"path": "/outbox/b.md", "content": "two"}),
+            ),
+        ],
+    );
+    for (i, want) in [(1, Some("too_large")), (2, None), (3, Some("too_large"))] {
+        let result = &responses[i]["result"];
+        match want {
+            Some(code) => assert_eq!(
+                result["structuredContent"]["error"]["code"], code,
+                "{result}"
+            ),
+            None => assert_eq!(result["isError"], false, "{result}"),
+        }
+    }
+    let big = responses[1]["result"].to_string();
+    assert!(big.contains("16 bytes"), "{big}");
+}
+
+#[test]
+fn a_bad_config_is_one_line_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = write_table(
+        dir.path(),
+        "[[workspace]]\npath = \"/p\"\nscope = \"rw\"\nmount = { virtual = \"p\" }\n",
+    );
+    let config = dir.path().join("wsp.toml");
+    std::fs::write(
+        &config,
+        "[[secrets]]\ntenant = \"default\"\nid = \"short\"\nvalue = \"1234\"\n",
+    )
+    .unwrap();
+    let out = Command::new(WSP)
+        .args(["mcp", "--mounts", &table, "--config"])
+        .arg(&config)
+        .arg("--data")
+        .arg(dir.path().join("data"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("shorter than 8 characters"), "{stderr}");
+    assert!(!dir.path().join("data").exists());
+}

@@ -141,6 +141,10 @@ impl VfsError {
                 ErrorCode::TooLarge,
                 format!("the content of {path} is over the limit of {max} bytes"),
             ),
+            StoreError::ContainsSecret { field } => Self::invalid_path(format!(
+                "a configured secret appears in the {field} of this write, so nothing was \
+                 written; choose another"
+            )),
             _ => Self::unavailable(),
         }
     }

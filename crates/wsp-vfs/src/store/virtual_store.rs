@@ -94,6 +94,9 @@ fn store_fail(err: StoreError) -> Fail {
             max,
         } => Fail::TooManyFiles { max },
         StoreError::TooLarge { max, .. } => Fail::TooLarge { max },
+        StoreError::ContainsSecret { .. } => Fail::BadName(
+            "a configured secret appears in this name, so nothing was written; choose another",
+        ),
         _ => Fail::Unavailable,
     }
 }

@@ -40,8 +40,10 @@ fn internal(e: impl std::fmt::Display) -> StoreError {
 }
 
 impl SqliteApprovals {
-    /// Opens (creating if needed) the approvals file at `path`.
+    /// Opens (creating if needed, readable and writable by its owner alone) the approvals file at
+    /// `path`.
     pub fn open(path: &Path) -> Result<Self, crate::OpenError> {
+        crate::create_private(path);
         Ok(Self {
             file: SideFile::open(path, SCHEMA, "approvals")?,
         })

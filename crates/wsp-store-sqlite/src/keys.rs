@@ -80,8 +80,10 @@ const COLUMNS: &str =
     "id, secret_hash, tenant, workspace, principal, scopes, agent, created_at, revoked_at";
 
 impl SqliteKeyRegistry {
-    /// Opens (creating if needed) the key file at `path`.
+    /// Opens (creating if needed, readable and writable by its owner alone) the key file at
+    /// `path`.
     pub fn open(path: &Path) -> Result<Self, crate::OpenError> {
+        crate::create_private(path);
         Ok(Self {
             file: SideFile::open(path, SCHEMA, "key registry")?,
         })

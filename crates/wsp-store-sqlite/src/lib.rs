@@ -163,6 +163,25 @@ pub enum OpenError {
     },
 }
 
+/// Creates `path` as an empty file that its owner alone may read and write (0600) when nothing
+/// is there yet, so that SQLite opens it as a new database and gives the `-wal` and `-shm`
+/// files it makes the same mode; the process's umask can only take bits away. A file that
+/// already exists keeps its mode. A failure here is left for SQLite's open, which follows and
+/// reports it with its usual error.
+pub(crate) fn create_private(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
+
 /// Tuning for [`SqliteStore::open_with`]; [`Default`] suits a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqliteOptions {
@@ -264,7 +283,7 @@ impl fmt::Debug for SqliteStore {
 
 impl SqliteStore {
     /// Opens the database at `path` with default [`SqliteOptions`], creating the file (not its
-    /// directory) and migrating its schema as needed.
+    /// directory; readable and writable by its owner alone) and migrating its schema as needed.
     ///
     /// Refuses a file that is not a wsp database or has a newer schema, leaving it untouched.
     /// Opening does blocking file I/O: call it at startup, or from a blocking task.
@@ -278,6 +297,7 @@ impl SqliteStore {
         limits: Limits,
         options: SqliteOptions,
     ) -> Result<Self, OpenError> {
+        create_private(path);
         let writer = schema::open_writer(path, options.busy_timeout)?;
         writer.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let readers = (0..options.readers)

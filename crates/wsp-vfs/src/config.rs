@@ -238,6 +238,10 @@ pub enum MountTableError {
     },
 }
 
+/// The largest mount table file [`MountTable::load`] reads (1 MiB): a mount table is a short
+/// list, and a path given by mistake (a log, a device) is refused without reading it whole.
+pub const MAX_TABLE_BYTES: u64 = 1024 * 1024;
+
 impl MountTable {
     /// A table with no Workspaces: no tools, every path denied.
     pub fn empty() -> Self {
@@ -268,11 +272,24 @@ impl MountTable {
     }
 
     /// Reads, parses and validates a TOML mount table file.
+    /// A file over [`MAX_TABLE_BYTES`] is refused after reading one byte past the limit.
     pub fn load(path: &Path) -> Result<Self, MountTableError> {
-        let text = std::fs::read_to_string(path).map_err(|e| MountTableError::Read {
+        use std::io::Read;
+        let fail = |message: String| MountTableError::Read {
             path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_TABLE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail(e.to_string()))?;
+        if bytes.len() as u64 > MAX_TABLE_BYTES {
+            return Err(fail(format!(
+                "it is over {MAX_TABLE_BYTES} bytes; a mount table is a short list of workspaces"
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
         Self::from_toml_str(&text)
     }
 
@@ -426,6 +443,35 @@ mod tests {
         let path = dir.join(format!("wsp-vfs-config-test-{}", std::process::id()));
         std::fs::write(&path, "x").unwrap();
         path
+    }
+
+    #[test]
+    fn a_table_file_over_the_size_limit_is_refused_without_being_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("mounts.toml");
+        let table = "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { virtual = \"p\" }\n";
+        // Valid TOML, padded with comments to just over the limit.
+        let padding = "# padding\n".repeat(MAX_TABLE_BYTES as usize / 10 + 1);
+        std::fs::write(&path, format!("{table}{padding}")).unwrap();
+        let err = MountTable::load(&path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot read mount table {}: it is over {MAX_TABLE_BYTES} bytes; a mount table \
+                 is a short list of workspaces",
+                path.display()
+            )
+        );
+        // A 10 GB sparse file is refused as fast, from its first MiB.
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(10 << 30)
+            .unwrap();
+        assert!(MountTable::load(&path).is_err());
+        // At the limit it loads.
+        let padding = "#".repeat(MAX_TABLE_BYTES as usize - table.len());
+        std::fs::write(&path, format!("{table}{padding}")).unwrap();
+        assert_eq!(MountTable::load(&path).unwrap().workspaces().len(), 1);
     }
 
     #[test]

@@ -52,8 +52,8 @@ mod tools;
 mod vfs;
 
 pub use config::{
-    MountConfig, MountProblem, MountTable, MountTableBuilder, MountTableError, OverlayConfig,
-    WorkspaceConfig, mount_table_schema,
+    MAX_TABLE_BYTES, MountConfig, MountProblem, MountTable, MountTableBuilder, MountTableError,
+    OverlayConfig, WorkspaceConfig, mount_table_schema,
 };
 pub use error::{ErrorCode, VfsError};
 pub use items::{

@@ -267,9 +267,41 @@ fn word(fail: Fail, path: &VirtualPath) -> VfsError {
                 "the workspace of {path} already holds its maximum of {max} files; delete some first"
             ),
         ),
-        Fail::BadName(why) => VfsError::invalid_path(format!("{path}: {why}")),
+        Fail::TooLargeToCompare { max } => VfsError::new(
+            ErrorCode::TooLarge,
+            format!(
+                "{path} is over {max} bytes, more than if_match can compare, so no etag you hold can \
+                 match it; leave out if_match to replace it"
+            ),
+        ),
+        Fail::BadName(why) | Fail::HostName(why) => {
+            VfsError::invalid_path(format!("{path}: {why}"))
+        }
         Fail::Unavailable => VfsError::unavailable(),
     }
+}
+
+/// The one answer a write-only Workspace gives for every refused write whose reason depends on
+/// what exists at or above the name (a directory, a link, a special file, a file above it, a
+/// file already there under `create_only`, ...): same code, same text but the path, so an agent
+/// that may not read the Workspace cannot probe it either.
+fn write_only_refusal(path: &VirtualPath, ws: &Workspace) -> VfsError {
+    VfsError::new(
+        ErrorCode::Conflict,
+        format!(
+            "{path} cannot be written: the write-only workspace {} does not say why a write is \
+             refused (the name, or a name above it, may be in use); choose another name",
+            ws.info.path
+        ),
+    )
+}
+
+/// `content_len` after `count` non-overlapping occurrences of `old_len` bytes become `new_len`
+/// bytes each; `None` when that does not fit in a `u64`.
+fn size_after_replacing(content_len: u64, count: u64, old_len: u64, new_len: u64) -> Option<u64> {
+    content_len
+        .checked_sub(count.checked_mul(old_len)?)?
+        .checked_add(count.checked_mul(new_len)?)
 }
 
 fn parse_path(raw: &str) -> Result<VirtualPath, VfsError> {
@@ -308,6 +340,13 @@ fn as_text(bytes: &[u8]) -> Option<&str> {
 fn line_count(text: &str) -> u64 {
     let feeds = text.bytes().filter(|&b| b == b'\n').count() as u64;
     feeds + u64::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
+/// Bytes of `line_len` bytes of text as `read_file` shows it: the number right-aligned in six
+/// columns (more when it has more digits), a tab, the text, a line feed.
+fn numbered_line_bytes(number: u64, line_len: usize) -> u64 {
+    let digits = number.checked_ilog10().unwrap_or(0) as u64 + 1;
+    digits.max(6) + 1 + line_len as u64 + 1
 }
 
 fn cut(line: &str, max_chars: usize) -> String {
@@ -371,6 +410,13 @@ impl Vfs {
     /// The limits in force.
     pub fn limits(&self) -> &VfsLimits {
         &self.limits
+    }
+
+    /// The largest current file an `if_match` compares: the agent holds etags only of files it
+    /// read (at most `max_read_bytes`) or wrote (at most `max_write_bytes`), so a larger file
+    /// cannot match and is refused from its size, unread.
+    fn compare_limit(&self) -> u64 {
+        self.limits.max_read_bytes.max(self.limits.max_write_bytes)
     }
 
     fn scopes(&self) -> Vec<AccessScope> {
@@ -442,7 +488,11 @@ impl Vfs {
     ) -> Result<(VirtualPath, &Workspace, Vec<String>), VfsError> {
         let (path, ws, rel) = self.authorize(raw, op, tool)?;
         if rel.is_empty() || !self.mount_points_below(&path).is_empty() {
-            return Err(VfsError::is_directory(&path));
+            return Err(if ws.info.scope == AccessScope::WriteOnly {
+                write_only_refusal(&path, ws)
+            } else {
+                VfsError::is_directory(&path)
+            });
         }
         Ok((path, ws, rel))
     }
@@ -514,7 +564,14 @@ impl Vfs {
             );
             return Ok(mount_points(Some(note)));
         }
-        let listing = match ws.store.list(&rel).await {
+        // Enough entries to fill the listing after the names hidden by mount points, and one
+        // more to tell that it was cut.
+        let keep = self
+            .limits
+            .max_list_entries
+            .saturating_add(below.len())
+            .saturating_add(1);
+        let listing = match ws.store.list(&rel, keep).await {
             Ok(listing) => listing,
             Err(Fail::NotFound) if !below.is_empty() => return Ok(mount_points(None)),
             Err(f) => return Err(word(f, &path)),
@@ -604,12 +661,25 @@ impl Vfs {
         };
         let total_lines = line_count(text);
         let limit = limit.unwrap_or(self.limits.default_read_lines);
-        let lines: Vec<String> = text
+        // The page also stops before its text (numbered lines) passes `max_read_bytes`, whatever
+        // `limit` asks for: a file of empty lines would otherwise cost many times its size.
+        let mut text_bytes: u64 = 0;
+        let mut lines: Vec<String> = Vec::new();
+        for (i, line) in text
             .lines()
             .skip((start_line - 1) as usize)
             .take(limit as usize)
-            .map(|l| cut(l, self.limits.max_line_chars))
-            .collect();
+            .enumerate()
+        {
+            let line = cut(line, self.limits.max_line_chars);
+            let number = start_line + i as u64;
+            let rendered = numbered_line_bytes(number, line.len());
+            if !lines.is_empty() && text_bytes + rendered > self.limits.max_read_bytes {
+                break;
+            }
+            text_bytes += rendered;
+            lines.push(line);
+        }
         let more = start_line - 1 + (lines.len() as u64) < total_lines;
         FileRead {
             path,
@@ -627,10 +697,12 @@ impl Vfs {
     ///
     /// On a write-only Workspace the result carries neither the etag nor whether the file was
     /// created, so two writes answer alike whether or not the file existed; `if_match` is refused
-    /// (it would test the current content); `create_only` on an existing file is a `conflict`,
-    /// which tells the agent that the one name it chose exists and nothing else (no content, no
-    /// version, no other name). The alternatives, overwriting or pretending success, would break
-    /// what `create_only` promises.
+    /// (it would test the current content); and every refusal that depends on what is at or
+    /// above the name (a directory, a link, a special file, a file above it, an existing file
+    /// under `create_only`, ...) is one `conflict` with one text, so the agent learns that the
+    /// name it chose cannot be written and nothing else (not why, no content, no version, no
+    /// other name). Overwriting or pretending success instead would break what `create_only`
+    /// promises.
     pub async fn write_file(&self, args: WriteFileArgs) -> Result<FileWritten, VfsError> {
         let (path, ws, rel) =
             self.authorize_file(&args.path, Operation::Write, ToolName::WriteFile)?;
@@ -663,9 +735,15 @@ impl Vfs {
         }
         let written = ws
             .store
-            .write(&rel, args.content, cond)
+            .write(&rel, args.content, cond, self.compare_limit())
             .await
-            .map_err(|f| word(f, &path))?;
+            .map_err(|f| {
+                if write_only && !f.independent_of_names() {
+                    write_only_refusal(&path, ws)
+                } else {
+                    word(f, &path)
+                }
+            })?;
         Ok(FileWritten {
             path,
             size,
@@ -703,12 +781,19 @@ impl Vfs {
                 "{path} is a binary file; edit_file changes text files only"
             ))
         })?;
-        let starts: Vec<usize> = text
-            .match_indices(&args.old_string)
-            .map(|(i, _)| i)
-            .collect();
+        // Count the matches, keeping the first few positions for the message: nothing here
+        // grows with the number of matches.
+        const SHOWN: usize = 10;
+        let mut count: u64 = 0;
+        let mut first: Vec<usize> = Vec::with_capacity(SHOWN);
+        for (at, _) in text.match_indices(&args.old_string) {
+            if first.len() < SHOWN {
+                first.push(at);
+            }
+            count += 1;
+        }
         let line_of = |at: usize| text[..at].matches('\n').count() + 1;
-        match starts.len() {
+        match count {
             0 => {
                 return Err(VfsError::invalid_argument(format!(
                     "old_string was not found in {path}. Read the file again and copy the exact text, including \
@@ -716,11 +801,7 @@ impl Vfs {
                 )));
             }
             n if n > 1 && !args.replace_all => {
-                let lines: Vec<String> = starts
-                    .iter()
-                    .take(10)
-                    .map(|at| line_of(*at).to_string())
-                    .collect();
+                let lines: Vec<String> = first.iter().map(|at| line_of(*at).to_string()).collect();
                 return Err(VfsError::invalid_argument(format!(
                     "old_string occurs {n} times in {path} (at lines {}); include more of the surrounding text to \
                      make it unique, or set replace_all to true to replace every occurrence",
@@ -729,27 +810,46 @@ impl Vfs {
             }
             _ => {}
         }
-        let new_text = if args.replace_all {
-            text.replace(&args.old_string, &args.new_string)
-        } else {
-            text.replacen(&args.old_string, &args.new_string, 1)
-        };
-        if new_text.len() as u64 > self.limits.max_write_bytes {
-            return Err(VfsError::new(
+        // The result's size, from the count, is checked before a byte of it is built.
+        let max = self.limits.max_write_bytes;
+        let too_large = |size: Option<u64>| {
+            let size = size.map_or_else(|| "more than 2^64".to_owned(), |s| s.to_string());
+            VfsError::new(
                 ErrorCode::TooLarge,
                 format!(
-                    "the edited file would be over write_file's limit of {} bytes",
-                    self.limits.max_write_bytes
+                    "the edited file would be {size} bytes, over write_file's limit of {max} bytes; \
+                     replace fewer occurrences or with shorter text"
                 ),
-            ));
+            )
+        };
+        let replaced = if args.replace_all { count } else { 1 };
+        let new_size = size_after_replacing(
+            text.len() as u64,
+            replaced,
+            args.old_string.len() as u64,
+            args.new_string.len() as u64,
+        );
+        let new_len = match new_size {
+            Some(size) if size <= max => size as usize,
+            size => return Err(too_large(size)),
+        };
+        let mut new_text = String::with_capacity(new_len);
+        let mut rest = 0;
+        for (at, old) in text.match_indices(&args.old_string).take(replaced as usize) {
+            new_text.push_str(&text[rest..at]);
+            new_text.push_str(&args.new_string);
+            rest = at + old.len();
         }
+        new_text.push_str(&text[rest..]);
+        debug_assert_eq!(new_text.len(), new_len);
         let cond = crate::store::WriteCondition::IfMatch(file.etag);
         let written = ws
             .store
-            .write(&rel, new_text, cond)
+            .write(&rel, new_text, cond, self.compare_limit())
             .await
             .map_err(|f| match f {
-                Fail::Stale => VfsError::new(
+                // Grown past the limit since it was read: it changed.
+                Fail::Stale | Fail::TooLargeToCompare { .. } => VfsError::new(
                     ErrorCode::Conflict,
                     format!("{path} changed while it was being edited; read it again and retry"),
                 ),
@@ -757,7 +857,7 @@ impl Vfs {
             })?;
         Ok(FileEdited {
             path,
-            replacements: starts.len() as u64,
+            replacements: replaced,
             etag: written.etag.into_string(),
         })
     }
@@ -1010,6 +1110,37 @@ mod tests {
         ] {
             assert_eq!(line_count(text), text.lines().count() as u64, "{text:?}");
         }
+    }
+
+    #[test]
+    fn numbered_lines_are_measured_as_rendered() {
+        for (number, line) in [
+            (1, ""),
+            (7, "abc"),
+            (999_999, "x"),
+            (1_000_000, "é"),
+            (u64::MAX, ""),
+        ] {
+            let rendered = format!("{number:>6}\t{line}\n");
+            assert_eq!(
+                numbered_line_bytes(number, line.len()),
+                rendered.len() as u64,
+                "{rendered:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn replaced_sizes_are_computed_without_overflow() {
+        assert_eq!(size_after_replacing(10, 2, 1, 3), Some(14));
+        assert_eq!(size_after_replacing(10, 2, 3, 1), Some(6));
+        assert_eq!(
+            size_after_replacing(4 << 20, 4 << 20, 1, 2000),
+            Some(8_388_608_000)
+        );
+        assert_eq!(size_after_replacing(u64::MAX, 1, 1, 2), None);
+        assert_eq!(size_after_replacing(10, u64::MAX, 1, 2), None);
+        assert_eq!(size_after_replacing(10, 1, u64::MAX, 0), None);
     }
 
     #[test]

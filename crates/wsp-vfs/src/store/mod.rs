@@ -120,22 +120,76 @@ pub(crate) enum Fail {
     TooLarge {
         max: u64,
     },
+    /// `if_match` names a file over `max` bytes, more than a write compares: no etag the agent
+    /// holds can be of it (reads and writes never hand one out for such a file).
+    TooLargeToCompare {
+        max: u64,
+    },
     /// The Store's file-count limit.
     TooManyFiles {
         max: u64,
     },
-    /// A name this Store cannot hold (the reason is for the model).
+    /// A name this Store cannot hold (the reason is for the model); it depends on the name alone.
     BadName(&'static str),
+    /// A name the host file system cannot hold or show (the reason is for the model); it may
+    /// depend on what exists, e.g. a link whose target is not UTF-8.
+    HostName(&'static str),
     /// Anything else; details stay on the host.
     Unavailable,
+}
+
+impl Fail {
+    /// Whether the failure depends only on the call itself (the name as spelled, the content's
+    /// size) or on the Store as a whole, never on what exists at or above the name. A
+    /// write-only Workspace tells the agent these; every other refusal reads the same.
+    pub fn independent_of_names(&self) -> bool {
+        matches!(
+            self,
+            Self::TooLarge { .. }
+                | Self::TooManyFiles { .. }
+                | Self::BadName(_)
+                | Self::Unavailable
+        )
+    }
 }
 
 /// The etag of content on a physical Mount: its SHA-256, so it changes exactly when the content
 /// does.
 pub(crate) fn content_etag(bytes: &[u8]) -> ETag {
-    let digest = Sha256::digest(bytes);
+    etag_of_digest(&Sha256::digest(bytes))
+}
+
+fn etag_of_digest(digest: &[u8]) -> ETag {
     let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
     ETag::from_wire(format!("\"sha256-{hex}\""))
+}
+
+/// Bytes hashed per read by [`stream_etag`].
+const HASH_CHUNK: usize = 64 * 1024;
+
+/// [`content_etag`] of what `reader` yields, read in fixed-size chunks (memory stays at one
+/// chunk whatever the size); more than `max` bytes is [`Fail::TooLargeToCompare`], found without
+/// reading past `max + 1`.
+pub(crate) fn stream_etag(reader: impl std::io::Read, max: u64) -> Result<ETag, Fail> {
+    use std::io::Read;
+    let mut hasher = Sha256::new();
+    let mut reader = reader.take(max.saturating_add(1));
+    let mut chunk = vec![0u8; HASH_CHUNK];
+    let mut total: u64 = 0;
+    loop {
+        let n = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err(Fail::Unavailable),
+        };
+        total += n as u64;
+        if total > max {
+            return Err(Fail::TooLargeToCompare { max });
+        }
+        hasher.update(&chunk[..n]);
+    }
+    Ok(etag_of_digest(&hasher.finalize()))
 }
 
 /// The media type recorded for a virtual write, from the name's extension.
@@ -166,11 +220,15 @@ pub(crate) enum Store {
 }
 
 impl Store {
-    pub async fn list(&self, rel: &[String]) -> Result<Listing, Fail> {
+    /// What `rel` is: a file, or a directory with its entries. A host directory yields only
+    /// the `keep` entries first by name (however many it holds, memory stays at `keep`), so a
+    /// caller that shows `n` entries asks for `n + 1` to learn that there are more; a virtual
+    /// directory is bounded by its store's file limit.
+    pub async fn list(&self, rel: &[String], keep: usize) -> Result<Listing, Fail> {
         match self {
-            Self::Physical(p) => p.list(rel),
+            Self::Physical(p) => p.list(rel, keep),
             Self::Virtual(v) => v.list(rel).await,
-            Self::Overlay(o) => o.list(rel).await,
+            Self::Overlay(o) => o.list(rel, keep).await,
         }
     }
 
@@ -182,16 +240,19 @@ impl Store {
         }
     }
 
+    /// Writes `content` at `rel` if `cond` holds. An `if_match` against a host file over
+    /// `max_compare` bytes is [`Fail::TooLargeToCompare`], found without reading the file.
     pub async fn write(
         &self,
         rel: &[String],
         content: String,
         cond: WriteCondition,
+        max_compare: u64,
     ) -> Result<Written, Fail> {
         match self {
-            Self::Physical(p) => p.write(rel, content.as_bytes(), &cond),
+            Self::Physical(p) => p.write(rel, content.as_bytes(), &cond, max_compare),
             Self::Virtual(v) => v.write(rel, content, &cond).await,
-            Self::Overlay(o) => o.write(rel, content, &cond).await,
+            Self::Overlay(o) => o.write(rel, content, &cond, max_compare).await,
         }
     }
 
@@ -267,6 +328,29 @@ mod tests {
         assert_eq!(content_etag(b"x"), content_etag(b"x"));
         assert_ne!(content_etag(b"x"), content_etag(b"y"));
         assert!(content_etag(b"").as_str().starts_with("\"sha256-"));
+    }
+
+    #[test]
+    fn streamed_etags_equal_whole_ones_and_stop_past_the_limit() {
+        let big: Vec<u8> = (0..3 * HASH_CHUNK + 17).map(|i| (i % 251) as u8).collect();
+        for bytes in [&b""[..], b"x", &big[..HASH_CHUNK], &big] {
+            assert_eq!(
+                stream_etag(bytes, bytes.len() as u64),
+                Ok(content_etag(bytes)),
+                "{} bytes",
+                bytes.len()
+            );
+        }
+        let max = big.len() as u64 - 1;
+        assert_eq!(
+            stream_etag(&big[..], max),
+            Err(Fail::TooLargeToCompare { max })
+        );
+        // An endless reader is refused after max + 1 bytes.
+        assert_eq!(
+            stream_etag(std::io::repeat(0), 1000),
+            Err(Fail::TooLargeToCompare { max: 1000 })
+        );
     }
 
     #[test]

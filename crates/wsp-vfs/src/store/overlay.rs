@@ -40,9 +40,15 @@ impl OverlayStore {
         Self { upper, lower }
     }
 
-    /// What `rel` holds now. The lower file's etag is computed only when `need_etag`: other
-    /// conditions need to know only whether it exists.
-    async fn current(&self, rel: &[String], need_etag: bool) -> Result<Current, Fail> {
+    /// What `rel` holds now. The lower file's etag is computed only when `need_etag` (other
+    /// conditions need to know only whether it exists), hashed in chunks, and refused for a
+    /// file over `max_compare` bytes.
+    async fn current(
+        &self,
+        rel: &[String],
+        need_etag: bool,
+        max_compare: u64,
+    ) -> Result<Current, Fail> {
         match self.upper.get(rel).await? {
             Some(f) if is_whiteout(&f) => return Ok(Current::WhitedOut(f.meta.etag)),
             Some(f) => return Ok(Current::Upper(f.meta.etag)),
@@ -51,7 +57,7 @@ impl OverlayStore {
         match self.lower.kind(rel)? {
             None => Ok(Current::Absent),
             Some(EntryKind::Directory) => Err(Fail::IsDirectory),
-            Some(_) if need_etag => Ok(Current::Lower(self.lower.read(rel, u64::MAX)?.etag)),
+            Some(_) if need_etag => Ok(Current::Lower(self.lower.etag(rel, max_compare)?)),
             Some(_) => Ok(Current::Lower(ETag::from_wire("\"lower\""))),
         }
     }
@@ -79,6 +85,7 @@ impl OverlayStore {
         rel: &[String],
         content: String,
         cond: &WriteCondition,
+        max_compare: u64,
     ) -> Result<Written, Fail> {
         let path = self.upper.check_file_slot(rel).await?;
         if let Some(depth) = self.lower.file_ancestor(rel)? {
@@ -88,7 +95,7 @@ impl OverlayStore {
             }
         }
         let current = self
-            .current(rel, matches!(cond, WriteCondition::IfMatch(_)))
+            .current(rel, matches!(cond, WriteCondition::IfMatch(_)), max_compare)
             .await?;
         let (visible, upper_tag) = match &current {
             Current::Upper(tag) => (Some(tag), Some(tag)),
@@ -135,7 +142,9 @@ impl OverlayStore {
         }
     }
 
-    pub async fn list(&self, rel: &[String]) -> Result<Listing, Fail> {
+    /// The union of both layers; of a lower directory only the `keep` entries first by name
+    /// (plus one for each upper file, which may hide a lower one) are read.
+    pub async fn list(&self, rel: &[String], keep: usize) -> Result<Listing, Fail> {
         let mut whited_out = false;
         if !rel.is_empty() {
             match self.upper.get(rel).await? {
@@ -155,7 +164,7 @@ impl OverlayStore {
             return Err(Fail::NotFound);
         }
         // Under a whited-out name only the upper layer counts.
-        let lower = match self.lower.list(rel) {
+        let lower = match self.lower.list(rel, keep.saturating_add(upper.files.len())) {
             _ if whited_out => Vec::new(),
             Ok(Listing::Directory(entries)) => entries,
             Ok(Listing::File(entry)) => return Ok(Listing::File(entry)),
@@ -201,7 +210,7 @@ impl OverlayStore {
             .collect();
         files.extend(upper.files.iter().cloned());
         files.sort_by(|a, b| a.rel.cmp(&b.rel));
-        if files.is_empty() && !rel.is_empty() && self.list(rel).await.is_err() {
+        if files.is_empty() && !rel.is_empty() && self.list(rel, 0).await.is_err() {
             return Err(Fail::NotFound);
         }
         Ok(Walk {

@@ -8,6 +8,7 @@
 //! sandboxed `canonicalize` (which fails on any link leaving the directory), and the resolved path
 //! is then opened with the same no-follow walk, so a swap after resolution fails closed.
 
+use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
@@ -15,12 +16,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt};
+use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 use wsp_types::ETag;
 
 use super::{
     EntryKind, Fail, FileBytes, Listing, RawEntry, Walk, WalkedFile, WriteCondition, Written,
-    addressable, content_etag, excluded,
+    addressable, content_etag, excluded, stream_etag,
 };
 
 /// Names of in-flight temporary files; hidden from listings and searches.
@@ -160,7 +161,8 @@ impl PhysicalStore {
         Ok(None)
     }
 
-    pub fn list(&self, rel: &[String]) -> Result<Listing, Fail> {
+    /// The file `rel`, or the `keep` entries of the directory `rel` first by name.
+    pub fn list(&self, rel: &[String], keep: usize) -> Result<Listing, Fail> {
         let rel = self.resolve(rel, true)?;
         let dir = match rel.split_last() {
             None => self.root.try_clone().map_err(|_| Fail::Unavailable)?,
@@ -182,7 +184,7 @@ impl PhysicalStore {
                 }
             }
         };
-        Ok(Listing::Directory(read_entries(&dir)?))
+        Ok(Listing::Directory(read_entries(&dir, keep)?))
     }
 
     /// Opens the regular file `name` in `dir` for reading, refusing links and special files.
@@ -215,6 +217,7 @@ impl PhysicalStore {
         if meta.len() > max_bytes {
             return Err(Fail::TooLarge { max: max_bytes });
         }
+        // `meta.len()` is at most `max_bytes` here, and the read stops one byte past it.
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         file.take(max_bytes.saturating_add(1))
             .read_to_end(&mut bytes)
@@ -226,14 +229,29 @@ impl PhysicalStore {
         Ok(FileBytes { bytes, etag })
     }
 
+    /// The etag of the file at `rel`, hashed in fixed-size chunks; a file over `max` bytes is
+    /// [`Fail::TooLargeToCompare`], refused from its size without reading it.
+    pub fn etag(&self, rel: &[String], max: u64) -> Result<ETag, Fail> {
+        let rel = self.resolve(rel, true)?;
+        let (dir, name) = self.open_parent(&rel, false)?;
+        let (file, meta) = self.open_file(&dir, name)?;
+        if meta.len() > max {
+            return Err(Fail::TooLargeToCompare { max });
+        }
+        stream_etag(file, max)
+    }
+
     /// Replaces or creates the file atomically: a temporary file in the same directory, then a
     /// rename over the name. The rename replaces the directory entry, so it never writes through
     /// an existing inode: a hard link to a file outside the Mount is replaced, not modified.
+    /// `if_match` hashes the current file in fixed-size chunks and refuses one over
+    /// `max_compare` bytes from its size.
     pub fn write(
         &self,
         rel: &[String],
         content: &[u8],
         cond: &WriteCondition,
+        max_compare: u64,
     ) -> Result<Written, Fail> {
         let rel = self.resolve(rel, true)?;
         let (dir, name) = self.open_parent(&rel, true)?;
@@ -246,10 +264,11 @@ impl PhysicalStore {
         };
         let current = match (&existing, cond) {
             (Some(_), WriteCondition::IfMatch(_)) => {
-                let (mut file, meta) = self.open_file(&dir, name)?;
-                let mut bytes = Vec::with_capacity(meta.len() as usize);
-                file.read_to_end(&mut bytes).map_err(|e| classify(&e))?;
-                Some(content_etag(&bytes))
+                let (file, meta) = self.open_file(&dir, name)?;
+                if meta.len() > max_compare {
+                    return Err(Fail::TooLargeToCompare { max: max_compare });
+                }
+                Some(stream_etag(file, max_compare)?)
             }
             // Other conditions look only at whether a file is there, so its content is not read
             // (a hard-linked file may be replaced without being read).
@@ -257,9 +276,19 @@ impl PhysicalStore {
             (None, _) => None,
         };
         cond.check(current.as_ref())?;
-        let (temp_name, mut temp) = create_temp(&dir)?;
+        // The temporary file is born with the replaced file's permission bits (the umask may
+        // narrow them, never widen them), or for a new name with the mode any new file gets, so
+        // the new content is never readable by anyone who cannot read the file it becomes.
+        let mode = existing
+            .as_ref()
+            .map_or(0o666, |meta| meta.permissions().mode() & 0o777);
+        let (temp_name, mut temp) = create_temp(&dir, mode)?;
         let result = (|| {
             temp.write_all(content)?;
+            #[cfg(test)]
+            hook::content_written(&dir, &temp_name);
+            // The final mode before the rename: exactly the replaced file's (what the umask took
+            // away comes back, and so do set-id and sticky bits).
             if let Some(meta) = &existing {
                 temp.set_permissions(meta.permissions())?;
             }
@@ -334,7 +363,8 @@ fn walk_dir(
     walk: &mut Walk,
     depth: usize,
 ) {
-    let Ok(entries) = read_entries(dir) else {
+    // One more than the budget left, so that a directory with more says so.
+    let Ok(entries) = read_entries(dir, left.saturating_add(1)) else {
         return;
     };
     for entry in entries {
@@ -363,16 +393,43 @@ fn walk_dir(
     }
 }
 
-/// The addressable entries of `dir`, sorted by name; special files are left out. Kinds come
-/// from the directory entries themselves; sizes are not read.
-fn read_entries(dir: &Dir) -> Result<Vec<RawEntry>, Fail> {
-    let mut out = Vec::new();
+/// A directory entry ordered by name alone (names in one directory are unique).
+struct ByName(RawEntry);
+
+impl PartialEq for ByName {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for ByName {}
+
+impl PartialOrd for ByName {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ByName {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.name.cmp(&other.0.name)
+    }
+}
+
+/// The `keep` addressable entries of `dir` first by name, sorted; special files are left out.
+/// However many entries the directory has, at most `keep + 1` are held at once (a heap of the
+/// smallest names so far). Kinds come from the directory entries themselves; sizes are not read.
+fn read_entries(dir: &Dir, keep: usize) -> Result<Vec<RawEntry>, Fail> {
+    let mut smallest: BinaryHeap<ByName> = BinaryHeap::new();
     for entry in dir.entries().map_err(|e| classify(&e))? {
         let Ok(entry) = entry else { continue };
         let Ok(name) = entry.file_name().into_string() else {
             continue;
         };
         if !addressable(&name) {
+            continue;
+        }
+        if smallest.len() >= keep && smallest.peek().is_none_or(|top| name >= top.0.name) {
             continue;
         }
         let Ok(ft) = entry.file_type() else { continue };
@@ -386,14 +443,21 @@ fn read_entries(dir: &Dir) -> Result<Vec<RawEntry>, Fail> {
         } else {
             continue;
         };
-        out.push(RawEntry { name, kind, size });
+        smallest.push(ByName(RawEntry { name, kind, size }));
+        if smallest.len() > keep {
+            smallest.pop();
+        }
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    Ok(smallest
+        .into_sorted_vec()
+        .into_iter()
+        .map(|e| e.0)
+        .collect())
 }
 
-/// A new, uniquely named temporary file in `dir`.
-fn create_temp(dir: &Dir) -> Result<(String, File), Fail> {
+/// A new, uniquely named temporary file in `dir`, created with the permission bits `mode` (less
+/// the umask) by the open call itself, before a byte is written.
+fn create_temp(dir: &Dir, mode: u32) -> Result<(String, File), Fail> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -402,7 +466,10 @@ fn create_temp(dir: &Dir) -> Result<(String, File), Fail> {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = format!("{TEMP_PREFIX}{:08x}{:08x}{n:x}", std::process::id(), nanos);
         let mut opts = OpenOptions::new();
-        opts.write(true).create_new(true).follow(FollowSymlinks::No);
+        opts.write(true)
+            .create_new(true)
+            .follow(FollowSymlinks::No)
+            .mode(mode);
         match dir.open_with(&name, &opts) {
             Ok(file) => return Ok((name, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -419,7 +486,7 @@ fn path_components(path: &Path) -> Result<Vec<String>, Fail> {
         match c {
             Component::Normal(name) => out.push(
                 name.to_str()
-                    .ok_or(Fail::BadName("a name on disk is not UTF-8"))?
+                    .ok_or(Fail::HostName("a name on disk is not UTF-8"))?
                     .to_owned(),
             ),
             Component::CurDir => {}
@@ -447,7 +514,7 @@ fn classify(err: &io::Error) -> Fail {
         return Fail::Loop;
     }
     if err.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error()) {
-        return Fail::BadName("a name is too long for the host file system");
+        return Fail::HostName("a name is too long for the host file system");
     }
     match err.kind() {
         io::ErrorKind::NotFound => Fail::NotFound,
@@ -462,5 +529,148 @@ fn classify(err: &io::Error) -> Fail {
         }
         io::ErrorKind::PermissionDenied => Fail::HostDenied,
         _ => Fail::Unavailable,
+    }
+}
+
+/// A seam for the unit tests: what the write does at its most exposed moment, the new content in
+/// the temporary file and its final mode not yet set.
+#[cfg(test)]
+mod hook {
+    use std::cell::RefCell;
+
+    use cap_std::fs::Dir;
+
+    type Observer = Box<dyn Fn(&Dir, &str)>;
+
+    thread_local! {
+        static CONTENT_WRITTEN: RefCell<Option<Observer>> = const { RefCell::new(None) };
+    }
+
+    /// Calls `observer` (on this thread) each time a write has put its content into the
+    /// temporary file `name` in `dir`, until the returned guard is dropped.
+    pub fn observe(observer: impl Fn(&Dir, &str) + 'static) -> impl Drop {
+        struct Guard;
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                CONTENT_WRITTEN.with(|o| o.borrow_mut().take());
+            }
+        }
+        CONTENT_WRITTEN.with(|o| *o.borrow_mut() = Some(Box::new(observer)));
+        Guard
+    }
+
+    pub fn content_written(dir: &Dir, name: &str) {
+        CONTENT_WRITTEN.with(|o| {
+            if let Some(observer) = o.borrow().as_ref() {
+                observer(dir, name);
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::os::unix::fs::PermissionsExt;
+    use std::rc::Rc;
+
+    use cap_std::fs::PermissionsExt as _;
+
+    use super::*;
+
+    fn rel(path: &str) -> Vec<String> {
+        path.split('/').map(str::to_owned).collect()
+    }
+
+    /// The permission bits of the temporary file each time a write's content is in it.
+    fn temp_modes_during(store: &PhysicalStore, path: &str) -> Vec<u32> {
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let _guard = hook::observe({
+            let seen = seen.clone();
+            move |dir, name| {
+                let meta = dir.symlink_metadata(name).unwrap();
+                seen.borrow_mut().push(meta.permissions().mode() & 0o7777);
+            }
+        });
+        store
+            .write(
+                &rel(path),
+                b"new secret content",
+                &WriteCondition::None,
+                1024,
+            )
+            .unwrap();
+        seen.take()
+    }
+
+    #[test]
+    fn the_new_content_is_never_readable_wider_than_the_file_it_replaces() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PhysicalStore::open(tmp.path(), false, false).unwrap();
+        for mode in [0o600, 0o400, 0o640, 0o000, 0o604] {
+            let target = tmp.path().join("secret.txt");
+            std::fs::write(&target, "old").unwrap();
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).unwrap();
+            let seen = temp_modes_during(&store, "secret.txt");
+            assert_eq!(seen.len(), 1, "the observer ran once");
+            assert_eq!(
+                seen[0] & !mode,
+                0,
+                "the temporary file holding the new content had mode {:o}, wider than the \
+                 replaced file's {mode:o}",
+                seen[0]
+            );
+            let after = std::fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+            assert_eq!(after, mode, "the replaced file keeps its mode");
+            assert_eq!(std::fs::read(&target).unwrap(), b"new secret content");
+        }
+    }
+
+    #[test]
+    fn a_directory_read_keeps_only_the_entries_first_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Created in an order unrelated to the names.
+        for i in (0..50).rev().step_by(2).chain((0..50).step_by(2)) {
+            std::fs::write(tmp.path().join(format!("f{i:02}")), "").unwrap();
+        }
+        std::fs::create_dir(tmp.path().join("d")).unwrap();
+        std::fs::write(tmp.path().join(".wsp-tmp-x"), "").unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), ambient_authority()).unwrap();
+        let names = |keep| -> Vec<String> {
+            read_entries(&dir, keep)
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect()
+        };
+        assert_eq!(names(0), Vec::<String>::new());
+        assert_eq!(names(1), ["d"]);
+        assert_eq!(names(4), ["d", "f00", "f01", "f02"]);
+        let all = names(usize::MAX);
+        assert_eq!(all.len(), 51, "the temporary file is never listed");
+        assert_eq!(names(51), all);
+        assert_eq!(names(1000), all);
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "sorted");
+    }
+
+    #[test]
+    fn a_new_file_gets_the_mode_the_umask_gives_from_its_creation() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = PhysicalStore::open(tmp.path(), false, false).unwrap();
+        // What the umask makes of 0666: the mode of a file created the ordinary way.
+        std::fs::write(tmp.path().join("reference"), "").unwrap();
+        let ordinary = std::fs::metadata(tmp.path().join("reference"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777;
+        let seen = temp_modes_during(&store, "fresh.txt");
+        assert_eq!(seen, [ordinary]);
+        let after = std::fs::metadata(tmp.path().join("fresh.txt"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777;
+        assert_eq!(after, ordinary);
     }
 }

@@ -1,5 +1,6 @@
 //! Integration tests of wsp-vfs, one binary: the shared vectors, the path jail on a real disk,
-//! routing and scopes, the tools, overlays, the items profile and the filesystem map.
+//! routing and scopes, the tools, overlays, write-only Workspaces that cannot be probed, the items
+//! profile and the filesystem map.
 
 mod items;
 mod jail;
@@ -9,3 +10,4 @@ mod routing;
 mod support;
 mod tools;
 mod vectors;
+mod write_only;

@@ -616,3 +616,100 @@ fn the_filesystem_and_its_calls_can_cross_tasks() {
     send(&vfs.glob(wsp_vfs::GlobArgs::default()));
     send(&vfs.edit_file(EditFileArgs::default()));
 }
+
+#[tokio::test]
+async fn listings_and_walks_stop_at_their_limits_and_say_so() {
+    let disk = Disk::new();
+    for i in 0..30 {
+        disk.write(&format!("R/f{i:02}"), "x\n");
+    }
+    let limits = VfsLimits {
+        max_list_entries: 5,
+        max_walk_entries: 7,
+        ..VfsLimits::default()
+    };
+    let store = std::sync::Arc::new(wsp_store::MemoryStore::default());
+    let table = wsp_vfs::MountTable::builder()
+        .workspace(wsp_vfs::WorkspaceConfig::new(
+            "/ws",
+            AccessScope::ReadWrite,
+            MountConfig::physical(disk.root()),
+        ))
+        // Hides the host file f03.
+        .workspace(wsp_vfs::WorkspaceConfig::new(
+            "/ws/f03",
+            AccessScope::ReadWrite,
+            MountConfig::virtual_namespace("nested"),
+        ))
+        .workspace(wsp_vfs::WorkspaceConfig::new(
+            "/o",
+            AccessScope::ReadWrite,
+            MountConfig::overlay("up", disk.root()),
+        ))
+        .build()
+        .unwrap();
+    let vfs = Vfs::builder(table)
+        .virtual_store(store)
+        .limits(limits)
+        .build()
+        .unwrap();
+    let names = |listing: wsp_vfs::Listing| -> (Vec<String>, bool) {
+        (
+            listing.entries.into_iter().map(|e| e.name).collect(),
+            listing.truncated,
+        )
+    };
+    assert_eq!(
+        names(vfs.ls("/ws").await.unwrap()),
+        (
+            ["f00", "f01", "f02", "f03", "f04"]
+                .map(String::from)
+                .to_vec(),
+            true
+        )
+    );
+    // The walk visits 7 entries (f03 among them, left to its own Workspace) and says it stopped.
+    let globbed = vfs
+        .glob(wsp_vfs::GlobArgs {
+            pattern: "**".into(),
+            path: Some("/ws".into()),
+        })
+        .await
+        .unwrap();
+    let found: Vec<String> = globbed.matches.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        found,
+        [
+            "/ws/f00", "/ws/f01", "/ws/f02", "/ws/f04", "/ws/f05", "/ws/f06"
+        ]
+    );
+    assert!(globbed.truncated);
+    // Upper whiteouts hide the first ten lower names: the listing still fills up with the next.
+    for i in 0..10 {
+        vfs.call("delete_file", json!({"path": format!("/o/f{i:02}")}))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        names(vfs.ls("/o").await.unwrap()),
+        (
+            ["f10", "f11", "f12", "f13", "f14"]
+                .map(String::from)
+                .to_vec(),
+            true
+        )
+    );
+    // A directory that fits is not cut.
+    for i in 5..30 {
+        std::fs::remove_file(disk.path(&format!("R/f{i:02}"))).unwrap();
+    }
+    assert_eq!(
+        names(vfs.ls("/ws").await.unwrap()),
+        (
+            ["f00", "f01", "f02", "f03", "f04"]
+                .map(String::from)
+                .to_vec(),
+            false
+        )
+    );
+}

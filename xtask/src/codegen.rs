@@ -4,7 +4,10 @@
 //! (`schemas/config/mounts.schema.json`, from `wsp_vfs::mount_table_schema`).
 //!
 //! typify 0.8 cannot follow a `$ref` into another file, so the schemas are first bundled into
-//! one root document whose `$defs` are keyed by title (see [`crate::schemas::bundle`]).
+//! one root document whose `$defs` are keyed by title (see [`crate::schemas::bundle`]). The same
+//! bundle, with references into `#/components/schemas/`, is what the server embeds as its
+//! OpenAPI components ([`COMPONENTS`]): inside its own package, so the crate packages and
+//! builds without the repository around it.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -38,8 +41,20 @@ const HEADER: &str = "\
 pub(crate) fn generate(check: bool) -> Result<()> {
     let code = render()?;
     ensure_file_contents(OUTPUT, &code, check, "cargo xtask codegen")?;
+    ensure_file_contents(COMPONENTS, &components()?, check, "cargo xtask codegen")?;
     crate::config_schema::generate(check)?;
     mount_table_schema(check)
+}
+
+/// The OpenAPI component schemas the server embeds, relative to the project root.
+pub(crate) const COMPONENTS: &str = "crates/wsp-server/src/components.json";
+
+/// `schemas/` bundled for an OpenAPI `components.schemas` section, as pretty JSON.
+fn components() -> Result<String> {
+    let defs = schemas::bundle(&schemas::load_all()?, "#/components/schemas/")?;
+    let mut text = serde_json::to_string_pretty(&Value::Object(defs))?;
+    text.push('\n');
+    Ok(text)
 }
 
 /// The mount table's JSON Schema, relative to the project root.

@@ -49,8 +49,9 @@ use chrono::{DateTime, Utc};
 use wsp_types::{Owner, OwnerId, WorkspacePath, WorkspacePrefix};
 
 use crate::{
-    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, Redactor,
-    SnapshotInfo, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
+    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, QuotaExceeded,
+    Redactor, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures, StoreFuture,
+    StoredFile, WorkspaceStore,
 };
 
 /// Supplies, per owner, the secrets whose values must never reach storage.
@@ -119,8 +120,8 @@ pub fn refuse_secret(
 ///
 /// - [`put`](WorkspaceStore::put): the content and the author are redacted; a path or a media
 ///   type holding a secret is refused ([`StoreError::ContainsSecret`], nothing stored).
-/// - [`snapshot`](WorkspaceStore::snapshot) and
-///   [`release_snapshot`](WorkspaceStore::release_snapshot): a label or outcome holding a
+/// - [`snapshot`](WorkspaceStore::snapshot), [`snapshot_within`](WorkspaceStore::snapshot_within)
+///   and [`release_snapshot`](WorkspaceStore::release_snapshot): a label or outcome holding a
 ///   secret is refused.
 /// - Everything else (reads, deletes, the feed, housekeeping) is passed through unchanged, so
 ///   a file stored before its secret was configured can still be read and deleted.
@@ -254,6 +255,22 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
     fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
         match refuse_secret(&*self.secrets, owner, "label", label) {
             Ok(()) => self.inner.snapshot(owner, label),
+            Err(e) => refused(e),
+        }
+    }
+
+    fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
+        self.inner.snapshot_usage(owner)
+    }
+
+    fn snapshot_within<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a str,
+        quota: SnapshotQuota,
+    ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
+        match refuse_secret(&*self.secrets, owner, "label", label) {
+            Ok(()) => self.inner.snapshot_within(owner, label, quota),
             Err(e) => refused(e),
         }
     }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use wsp_store::shared::{Publication, PublishError, shared_workspace};
 use wsp_store::{
-    FileWrite, MemoryStore, Precondition, RedactingStore, Redactor, Secret, StoreError,
-    StoreFeatures, TenantSecrets, WorkspaceStore,
+    FileWrite, MemoryStore, Precondition, RedactingStore, Redactor, Secret, SnapshotQuota,
+    StoreError, StoreFeatures, TenantSecrets, WorkspaceStore,
 };
 use wsp_types::{Owner, OwnerId, WorkspacePath, WorkspacePrefix};
 
@@ -198,6 +198,13 @@ async fn snapshot_labels_and_outcomes_with_a_secret_are_refused() {
     let label = format!("{{\"workflowId\":\"{SECRET}\"}}");
     assert_eq!(
         f.store.snapshot(&f.owner, &label).await.unwrap_err(),
+        StoreError::ContainsSecret { field: "label" }
+    );
+    assert_eq!(
+        f.store
+            .snapshot_within(&f.owner, &label, SnapshotQuota::UNBOUNDED)
+            .await
+            .unwrap_err(),
         StoreError::ContainsSecret { field: "label" }
     );
     let info = f.store.snapshot(&f.owner, "run").await.unwrap();

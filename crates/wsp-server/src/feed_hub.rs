@@ -40,13 +40,14 @@ const LIVE_PAGES: usize = 64;
 const RECHECK: Duration = Duration::from_millis(250);
 const _: () = assert!(RECHECK.as_millis() < KEY_CACHE_TTL.as_millis());
 
-/// Changes the owner's reader read in one go: every change after `after`, up to the last one.
+/// Changes read in one go: every change after `after`, up to the last one. Empty when the
+/// owner's reader announces where it starts.
 #[derive(Debug)]
 pub(crate) struct Batch {
     /// The position the page was read after (or, when the feed had already trimmed changes
     /// past it, the position just before the oldest one it still holds).
     pub(crate) after: u64,
-    /// The changes, oldest first; never empty when sent.
+    /// The changes, oldest first.
     pub(crate) events: Vec<ChangeEvent>,
     /// When the read returned: every change in it committed before then.
     pub(crate) read_at: Instant,
@@ -375,7 +376,16 @@ async fn read_forever(store: Arc<dyn WorkspaceStore>, owner: Owner, tx: broadcas
     loop {
         let Some(after) = pos else {
             match store.changes(&owner, u64::MAX, 0).await {
-                Ok(page) => pos = Some(page.head),
+                Ok(page) => {
+                    // Where the reader starts: a subscriber further back (a change committed
+                    // between its own head read and this one) reads the store up to here.
+                    let _ = tx.send(Live::Changes(Arc::new(Batch {
+                        after: page.head,
+                        events: Vec::new(),
+                        read_at: Instant::now(),
+                    })));
+                    pos = Some(page.head);
+                }
                 Err(e) => {
                     let _ = tx.send(Live::Failed(ApiError::from_store(e, "events")));
                     tokio::time::sleep(POLL).await;

@@ -28,6 +28,8 @@ struct Counting {
     inner: MemoryStore,
     reads: AtomicUsize,
     notices: bool,
+    /// Head reads (`changes(_, _, 0)`) left until the one that is slowed down.
+    slow_head_read: std::sync::Mutex<Option<usize>>,
 }
 
 impl Counting {
@@ -36,6 +38,7 @@ impl Counting {
             inner: MemoryStore::new(Limits::default()),
             reads: AtomicUsize::new(0),
             notices,
+            slow_head_read: std::sync::Mutex::new(None),
         }
     }
 
@@ -143,7 +146,26 @@ impl WorkspaceStore for Counting {
         if limit > 0 {
             self.reads.fetch_add(1, Ordering::SeqCst);
         }
-        self.inner.changes(owner, after, limit)
+        let slow = limit == 0 && {
+            let mut left = self.slow_head_read.lock().unwrap();
+            match left.as_mut() {
+                Some(0) => {
+                    *left = None;
+                    true
+                }
+                Some(n) => {
+                    *n -= 1;
+                    false
+                }
+                None => false,
+            }
+        };
+        Box::pin(async move {
+            if slow {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            self.inner.changes(owner, after, limit).await
+        })
     }
     fn subscribe(&self) -> Option<broadcast::Receiver<ChangeNotice>> {
         if self.notices {
@@ -260,6 +282,23 @@ async fn one_write_is_read_from_the_store_once_for_all_subscribers_of_an_owner()
             "one store read of the change for 20 subscribers"
         );
     }
+}
+
+#[tokio::test]
+async fn a_change_committed_while_the_owners_reader_starts_is_not_held_back() {
+    let store = Arc::new(Counting::new(true));
+    let s = start(store.clone()).await;
+    let a = s.client(&s.key);
+    // The first stream of an owner starts its reader, which reads the head after the stream's
+    // request does: that second head read is slow, and a change commits meanwhile.
+    *store.slow_head_read.lock().unwrap() = Some(1);
+    let mut stream = a.events(None).await.unwrap();
+    write(&a, "during.md", "x").await;
+    assert_eq!(
+        next_seq(&mut stream).await,
+        1,
+        "delivered without a later write"
+    );
 }
 
 #[tokio::test]

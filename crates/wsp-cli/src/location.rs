@@ -38,10 +38,44 @@ impl StoreLocation {
         Ok(Some((url, options)))
     }
 
-    /// Creates the data directory if it is missing.
+    /// Creates the data directory if it is missing (see [`prepare_data_dir`]).
     pub fn create_data_dir(&self) -> Result<(), CliError> {
-        std::fs::create_dir_all(&self.data).map_err(|e| unusable_data_dir(&self.data, e))
+        prepare_data_dir(&self.data)
     }
+}
+
+/// Creates the data directory `dir` if it is missing, with the parents it lacks, readable and
+/// writable by its owner alone (0700; the umask can only take bits away). A directory that
+/// exists keeps its mode (the user chose it), with a warning in the log when other users may
+/// write in it, since they could then replace or remove wsp's files.
+pub fn prepare_data_dir(dir: &Path) -> Result<(), CliError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+        let existed = dir.is_dir();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| unusable_data_dir(dir, e))?;
+        if existed {
+            let mode = std::fs::metadata(dir)
+                .map_err(|e| unusable_data_dir(dir, e))?
+                .permissions()
+                .mode();
+            if mode & 0o022 != 0 {
+                tracing::warn!(
+                    "the data directory {} is writable by other users (mode {:o}): they could \
+                     replace or remove wsp's files; chmod go-w {0}",
+                    dir.display(),
+                    mode & 0o7777
+                );
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    std::fs::create_dir_all(dir).map_err(|e| unusable_data_dir(dir, e))
 }
 
 /// A data directory that could not be used, as the one-line error.

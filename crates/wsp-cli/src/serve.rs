@@ -19,7 +19,7 @@ use crate::CliError;
 use crate::agents::approvals_file;
 use crate::config::{FileConfig, LimitArgs};
 use crate::keys::key_file;
-use crate::location::{unusable_data_dir, unusable_postgres};
+use crate::location::{prepare_data_dir, unusable_data_dir, unusable_postgres};
 
 /// Where workspace files (and, for PostgreSQL, keys) are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +134,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     };
     let limits = args.limits.limits();
     let data_dir_error = |e: &dyn std::fmt::Display| unusable_data_dir(&args.data, e);
-    std::fs::create_dir_all(&args.data).map_err(|e| data_dir_error(&e))?;
+    prepare_data_dir(&args.data)?;
     // Idempotency-Key records live with the data: in PostgreSQL, shared by the replicas; in
     // the SQLite file, surviving a restart; in memory with the memory store.
     // Approvals made while the server runs: in PostgreSQL with its store, shared by the

@@ -1,0 +1,142 @@
+//! `wsp serve` keeps its data private: the data directory it creates is 0700 and every file in
+//! it 0600 (the files, their WAL and shared-memory files, the keys, the approvals), whatever
+//! the umask; a directory the user made keeps its mode, with a warning when others may write.
+
+#![cfg(unix)]
+
+use std::io::{BufRead as _, BufReader};
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+/// One pack, so that the server opens its approvals file too.
+const AGENTS: &str = r#"
+[agents]
+install_scope = "tenant"
+
+[[agents.packs]]
+name = "acme.reviewer"
+version = "1.0.0"
+
+[[agents.packs.agents]]
+id = "acme.reviewer.default"
+persona = "Code Reviewer"
+model_class = "coding"
+tool_allowlist = []
+system_prompt_ref = "prompts/reviewer.md"
+"#;
+
+/// The permission bits of `path`, in octal as `ls` and `chmod` write them.
+fn mode(path: &Path) -> String {
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    format!("{:o}", meta.permissions().mode() & 0o7777)
+}
+
+/// `wsp serve --data DATA --config (agents)` under umask 0, once it listens. Standard error is
+/// piped, for [`stop`] to return.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the caller hands the child to stop, which kills and waits for it"
+)]
+fn serve(data: &Path, config_dir: &Path) -> Child {
+    let config = config_dir.join("wsp.toml");
+    std::fs::write(&config, AGENTS).unwrap();
+    let mut child = Command::new("sh")
+        .args(["-c", r#"umask 0 && exec "$0" "$@""#, WSP])
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .arg("--config")
+        .arg(&config)
+        .env("WSP_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "wsp serve did not start");
+        let line = lines
+            .next()
+            .expect("wsp serve reports its address")
+            .unwrap();
+        if line.starts_with("wsp listening on ") {
+            std::thread::spawn(move || lines.for_each(drop));
+            return child;
+        }
+    }
+}
+
+/// Stops the server; returns what it wrote to standard error.
+fn stop(mut child: Child) -> String {
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// Every entry of `data` is a file of mode 600, and the server's files are among them.
+fn assert_files_private(data: &Path) {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(data).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(entry.file_type().unwrap().is_file(), "{name}");
+        assert_eq!(mode(&entry.path()), "600", "{name}");
+        names.push(name);
+    }
+    for expected in [
+        "wsp.sqlite3",
+        "wsp.sqlite3-wal",
+        "wsp.sqlite3-shm",
+        "keys.sqlite3",
+        "approvals.sqlite3",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
+    }
+}
+
+#[test]
+fn a_data_directory_serve_creates_is_private_and_so_is_every_file_in_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("new").join("wsp-data");
+    let server = serve(&data, tmp.path());
+    assert_eq!(mode(&data), "700");
+    assert_eq!(mode(&tmp.path().join("new")), "700", "a parent it created");
+    assert_files_private(&data);
+    let log = stop(server);
+    assert!(!log.contains("writable by other users"), "{log}");
+}
+
+#[test]
+fn a_data_directory_the_user_made_keeps_its_mode_and_warns_when_others_may_write() {
+    let tmp = tempfile::tempdir().unwrap();
+
+    let readable = tmp.path().join("readable");
+    std::fs::create_dir(&readable).unwrap();
+    std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log = stop(serve(&readable, tmp.path()));
+    assert_eq!(mode(&readable), "755");
+    assert_files_private(&readable);
+    assert!(!log.contains("writable by other users"), "{log}");
+
+    let open = tmp.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let log = stop(serve(&open, tmp.path()));
+    assert_eq!(mode(&open), "777", "left as the user made it");
+    assert_files_private(&open);
+    assert!(
+        log.contains(&format!(
+            "the data directory {} is writable by other users (mode 777)",
+            open.display()
+        )),
+        "{log}"
+    );
+}

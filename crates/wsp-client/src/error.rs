@@ -35,8 +35,18 @@ pub enum Error {
     #[error("{} {}: {}", .0.status, .0.error, .0.message)]
     Api(ApiError),
     /// The request never got an HTTP answer (connect, timeout, reset, TLS).
-    #[error("transport failure: {0}")]
+    #[error("transport failure: {}", chain(.0))]
     Transport(#[source] reqwest::Error),
+    /// The host's TLS certificate was refused: not signed by a trusted CA (see
+    /// [`CaCerts`](crate::CaCerts)), expired, or issued for another name.
+    #[error("the host's TLS certificate was refused: {reason}")]
+    Certificate {
+        /// rustls's reason, e.g. `invalid peer certificate: UnknownIssuer`.
+        reason: String,
+        /// The failed request.
+        #[source]
+        source: reqwest::Error,
+    },
     /// The host answered, but the body is not what the wire promises.
     #[error("unexpected response (HTTP {status}): {reason}; body starts {body:?}")]
     UnexpectedBody {
@@ -91,6 +101,33 @@ impl Error {
             },
         }
     }
+}
+
+impl Error {
+    /// The error for a request that got no HTTP answer: [`Error::Certificate`] when TLS refused
+    /// the host's certificate, [`Error::Transport`] otherwise.
+    pub(crate) fn transport(e: reqwest::Error) -> Self {
+        #[cfg(feature = "rustls")]
+        if let Some(reason) = crate::tls::refused_certificate(&e) {
+            return Self::Certificate { reason, source: e };
+        }
+        Self::Transport(e)
+    }
+}
+
+/// reqwest's message and its causes (its own message alone only repeats the URL).
+fn chain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        let part = inner.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = inner.source();
+    }
+    text
 }
 
 /// The first 200 characters of a body, for error messages.

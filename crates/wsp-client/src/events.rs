@@ -58,7 +58,7 @@ impl EventStream {
                     }
                 },
                 Ok(None) => return None,
-                Err(e) => return Some(Err(Error::Transport(e))),
+                Err(e) => return Some(Err(Error::transport(e))),
             }
         }
     }

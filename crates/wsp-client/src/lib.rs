@@ -15,10 +15,17 @@
 //! assert_eq!(created.etag, again.etag);
 //! # Ok(()) }
 //! ```
+//!
+//! With the `rustls` feature (on by default), `https://` hosts work: rustls with the aws-lc-rs
+//! crypto provider, trusting the system's CA certificates and those given to
+//! [`ClientBuilder::ca_certs`] (a private CA). A refused certificate is
+//! [`Error::Certificate`]. Without the feature the client speaks plain HTTP only.
 
 mod agents;
 mod error;
 mod events;
+#[cfg(feature = "rustls")]
+mod tls;
 
 use std::time::Duration;
 
@@ -33,6 +40,8 @@ use wsp_types::{ETag, WorkspacePath};
 
 pub use error::{ApiError, Error};
 pub use events::{EventStream, FeedItem};
+#[cfg(feature = "rustls")]
+pub use tls::CaCerts;
 
 /// Options of a write.
 #[derive(Debug, Clone, Default)]
@@ -72,14 +81,89 @@ pub fn encode_segment(raw: &str) -> String {
     out
 }
 
+/// Builds a [`Client`]: [`Client::builder`], the settings to change, [`ClientBuilder::build`].
+///
+/// With the `rustls` feature (on by default) the client speaks HTTPS, trusting the system's CA
+/// certificates and those given to [`ClientBuilder::ca_certs`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    base: String,
+    key: Option<String>,
+    timeout: Option<Duration>,
+    connect_timeout: Duration,
+    #[cfg(feature = "rustls")]
+    ca: CaCerts,
+}
+
+impl ClientBuilder {
+    /// Sends `Authorization: Bearer <key>`.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// The limit on a whole request, answer included (30 s by default); `None` for none, as a
+    /// long-lived [`Client::events`] stream needs.
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The limit on opening a connection, TLS handshake included (10 s by default).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Trusts these CA certificates as well as the system's (for a host whose certificate a
+    /// private CA signed).
+    #[cfg(feature = "rustls")]
+    pub fn ca_certs(mut self, ca: CaCerts) -> Self {
+        self.ca = ca;
+        self
+    }
+
+    /// The client. Fails on a base URL that is not `http(s)://` (`https` needs the `rustls`
+    /// feature).
+    pub fn build(self) -> Result<Client, Error> {
+        #[cfg(not(feature = "rustls"))]
+        if self.base.starts_with("https:") {
+            return Err(Error::InvalidBaseUrl(
+                "https needs wsp-client's rustls feature".into(),
+            ));
+        }
+        let mut http = reqwest::Client::builder().connect_timeout(self.connect_timeout);
+        if let Some(timeout) = self.timeout {
+            http = http.timeout(timeout);
+        }
+        #[cfg(feature = "rustls")]
+        let http = self.ca.configure(http)?;
+        let http = http.build().map_err(Error::transport)?;
+        let client = Client::with_http_client(&self.base, http)?;
+        Ok(match self.key {
+            Some(key) => client.with_key(key),
+            None => client,
+        })
+    }
+}
+
 impl Client {
     /// A client for the host at `base_url` (e.g. `http://127.0.0.1:8787`), 30 s timeout.
     pub fn new(base_url: &str) -> Result<Self, Error> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(Error::Transport)?;
-        Self::with_http_client(base_url, http)
+        Self::builder(base_url).build()
+    }
+
+    /// A builder for a client of the host at `base_url`, with a 30 s request timeout, 10 s to
+    /// connect, no key, and (with the `rustls` feature) the system's CA certificates.
+    pub fn builder(base_url: &str) -> ClientBuilder {
+        ClientBuilder {
+            base: base_url.to_owned(),
+            key: None,
+            timeout: Some(Duration::from_secs(30)),
+            connect_timeout: Duration::from_secs(10),
+            #[cfg(feature = "rustls")]
+            ca: CaCerts::default(),
+        }
     }
 
     /// A client that sends its requests through `http` (for custom timeouts, proxies, TLS).
@@ -122,7 +206,7 @@ impl Client {
 
     /// Sends a request and decodes its 2xx JSON answer (or the error).
     async fn send<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, Error> {
-        decode(req.send().await.map_err(Error::Transport)?).await
+        decode(req.send().await.map_err(Error::transport)?).await
     }
 
     /// `GET /.well-known/openwop`.
@@ -192,7 +276,7 @@ impl Client {
         if let Some(tag) = if_match {
             req = req.header(reqwest::header::IF_MATCH, header_value(tag.as_str())?);
         }
-        let resp = req.send().await.map_err(Error::Transport)?;
+        let resp = req.send().await.map_err(Error::transport)?;
         if resp.status() == StatusCode::NO_CONTENT {
             return Ok(());
         }
@@ -260,7 +344,7 @@ impl Client {
     /// `GET /v1/host/workspace/events`: the change feed, from the live tail or after `since`.
     ///
     /// The client's request timeout applies to the whole stream: build the client with
-    /// [`Client::with_http_client`] and no timeout for a long-lived feed.
+    /// [`ClientBuilder::timeout`]`(None)` for a long-lived feed.
     pub async fn events(&self, since: Option<u64>) -> Result<EventStream, Error> {
         let mut req = self
             .request(Method::GET, "/v1/host/workspace/events")
@@ -268,7 +352,7 @@ impl Client {
         if let Some(n) = since {
             req = req.header("last-event-id", n.to_string());
         }
-        let resp = req.send().await.map_err(Error::Transport)?;
+        let resp = req.send().await.map_err(Error::transport)?;
         if !resp.status().is_success() {
             return Err(error_from(resp).await);
         }
@@ -287,7 +371,7 @@ async fn decode<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, Error
         return Err(error_from(resp).await);
     }
     let status = resp.status().as_u16();
-    let body = resp.bytes().await.map_err(Error::Transport)?;
+    let body = resp.bytes().await.map_err(Error::transport)?;
     serde_json::from_slice(&body).map_err(|e| Error::UnexpectedBody {
         status,
         reason: e.to_string(),
@@ -299,6 +383,6 @@ async fn error_from(resp: reqwest::Response) -> Error {
     let status = resp.status().as_u16();
     match resp.bytes().await {
         Ok(body) => Error::from_response(status, &body),
-        Err(e) => Error::Transport(e),
+        Err(e) => Error::transport(e),
     }
 }

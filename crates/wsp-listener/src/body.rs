@@ -21,16 +21,19 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// with [`BodyError::Stalled`] when the client pauses longer than
 /// [`ConnectionLimits::body_timeout`](crate::ConnectionLimits::body_timeout), or with
 /// [`BodyError::TooSlow`] when the whole body takes longer than
-/// [`ConnectionLimits::body_deadline`](crate::ConnectionLimits::body_deadline). Both clocks
-/// start at the handler's first read, so a handler that reads late is not blamed on the
-/// client. After a cut, the connection closes once its response is sent.
+/// [`ConnectionLimits::body_deadline`](crate::ConnectionLimits::body_deadline). The pause is
+/// counted only while the handler waits for the next piece, and the deadline from the
+/// handler's first read, so a handler that reads late or slowly is not blamed on the client.
+/// After a cut, the connection closes once its response is sent.
 pub struct RequestBody {
     inner: Incoming,
     conn: Arc<ConnState>,
     body_timeout: Duration,
     body_deadline: Duration,
-    /// When the handler first read, and when the last piece arrived.
-    clock: Option<(Instant, Instant)>,
+    /// When the handler first read.
+    first_read: Option<Instant>,
+    /// Since when the handler has been waiting for the next piece.
+    waiting_since: Option<Instant>,
     timer: Option<Pin<Box<Sleep>>>,
     /// The timeout that cut the body, answered again to any later read.
     cut: Option<Cut>,
@@ -102,17 +105,18 @@ impl RequestBody {
             conn,
             body_timeout,
             body_deadline,
-            clock: None,
+            first_read: None,
+            waiting_since: None,
             timer: None,
             cut: None,
         }
     }
 
     /// Whether the clocks have run out; arms the timer for the nearer one otherwise.
-    fn expired(&mut self, cx: &mut Context<'_>) -> Option<Cut> {
-        let now = Instant::now();
-        let (first, last) = *self.clock.get_or_insert((now, now));
-        let stall = (last + self.body_timeout, Cut::Stalled(self.body_timeout));
+    fn expired(&mut self, cx: &mut Context<'_>, now: Instant) -> Option<Cut> {
+        let first = *self.first_read.get_or_insert(now);
+        let waiting = *self.waiting_since.get_or_insert(now);
+        let stall = (waiting + self.body_timeout, Cut::Stalled(self.body_timeout));
         let total = (first + self.body_deadline, Cut::TooSlow(self.body_deadline));
         let (due, why) = if stall.0 <= total.0 { stall } else { total };
         if due <= now {
@@ -145,9 +149,8 @@ impl Body for RequestBody {
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
-                let now = Instant::now();
-                let first = this.clock.map_or(now, |(first, _)| first);
-                this.clock = Some((first, now));
+                this.first_read.get_or_insert_with(Instant::now);
+                this.waiting_since = None;
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(e))) => {
@@ -158,7 +161,7 @@ impl Body for RequestBody {
                 this.timer = None;
                 Poll::Ready(None)
             }
-            Poll::Pending => match this.expired(cx) {
+            Poll::Pending => match this.expired(cx, Instant::now()) {
                 Some(cut) => {
                     let error = BodyError::from(cut);
                     tracing::debug!(%error, "request body cut");

@@ -40,6 +40,7 @@ fn app(release: Arc<Notify>) -> Router {
     Router::new()
         .route("/", get(|| async { "hello" }))
         .route("/echo", post(echo))
+        .route("/late", post(late_echo))
         .route(
             "/wait",
             get(move || {
@@ -74,6 +75,19 @@ async fn echo(body: Body) -> (StatusCode, String) {
         }
     }
     (StatusCode::OK, format!("{n} bytes"))
+}
+
+/// Reads one piece of the body, works for 1.5 s without reading, then reads the rest.
+async fn late_echo(body: Body) -> (StatusCode, String) {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let first = match body.frame().await {
+        Some(Ok(frame)) => frame.data_ref().map_or(0, |d| d.len()),
+        other => return (StatusCode::BAD_REQUEST, format!("{other:?}")),
+    };
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (status, rest) = echo(body).await;
+    (status, format!("{first} then {rest}"))
 }
 
 struct Server {
@@ -242,6 +256,25 @@ async fn a_stalled_body_is_cut_after_the_body_timeout() {
     assert_eq!(status, 408, "{body}");
     assert!(body.contains("request body"), "{body}");
     assert!(closed(&mut stream).await, "the connection stayed open");
+}
+
+#[tokio::test]
+async fn a_pause_of_the_handler_is_not_blamed_on_the_client() {
+    let server = Server::start(ConnectionLimits {
+        body_timeout: Duration::from_secs(1),
+        ..relaxed()
+    })
+    .await;
+    let mut stream = server.connect().await;
+    stream
+        .write_all(b"POST /late HTTP/1.1\r\nHost: test\r\nContent-Length: 20\r\n\r\n0123456789")
+        .await
+        .unwrap();
+    // The rest comes 2 s after the first piece: half a second after the handler asks for it.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stream.write_all(b"0123456789").await.unwrap();
+    let answer = tokio::time::timeout(PATIENCE, read_response(&mut stream)).await;
+    assert_eq!(answer.expect("an answer"), (200, "10 then 10 bytes".into()));
 }
 
 #[tokio::test]

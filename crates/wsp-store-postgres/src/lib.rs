@@ -8,8 +8,11 @@
 //!
 //! # Design
 //!
-//! - **Connections.** A [`deadpool_postgres`] pool of `tokio-postgres` connections (no TLS: the
-//!   database is expected on loopback or a private network), sized and timed by [`PgOptions`].
+//! - **Connections.** A [`deadpool_postgres`] pool of `tokio-postgres` connections, sized and
+//!   timed by [`PgOptions`]. TLS (rustls) follows libpq's `sslmode` in the connection URL:
+//!   `disable`, `prefer` (the default), `require` (encrypted, the certificate not checked),
+//!   `verify-ca` and `verify-full` (checked against the system's CA certificates, or those of
+//!   `sslrootcert=FILE`); the listening connection uses the same settings.
 //!   Statements are prepared once per connection and cached. A connection that breaks is
 //!   dropped from the pool and replaced on demand, so the store recovers by itself when the
 //!   database comes back.
@@ -90,6 +93,7 @@ mod keys;
 mod listener;
 mod schema;
 mod snapshots;
+mod tls;
 
 use std::fmt;
 use std::future::Future;
@@ -98,7 +102,6 @@ use std::time::Duration;
 
 use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio::sync::broadcast;
-use tokio_postgres::NoTls;
 use wsp_store::{
     ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
     Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
@@ -185,6 +188,15 @@ pub enum ConnectError {
         /// Why, in the driver's or the server's words.
         reason: String,
     },
+    /// TLS, as the URL's `sslmode` asks for it, failed: the server does not offer it, or its
+    /// certificate was refused.
+    #[error("cannot connect to PostgreSQL over TLS (sslmode={mode}): {reason}")]
+    Tls {
+        /// The `sslmode` in effect.
+        mode: &'static str,
+        /// Why, in rustls's or the driver's words.
+        reason: String,
+    },
     /// Creating the schema or recording migrations failed.
     #[error("cannot prepare the PostgreSQL schema: {reason}")]
     Setup {
@@ -247,6 +259,8 @@ pub(crate) struct Database {
     pool: Pool,
     /// The connection settings, for connections outside the pool (the listener).
     config: tokio_postgres::Config,
+    /// The TLS of every connection, as the URL's `sslmode` asks.
+    tls: tls::MakeTls,
     schema: Arc<SchemaName>,
     /// How long one try may wait for the server's answers, when bounded.
     deadline: Option<Duration>,
@@ -261,16 +275,7 @@ impl Database {
                 reason: "max_connections must be at least 1".into(),
             });
         }
-        let mut config: tokio_postgres::Config =
-            url.parse().map_err(|e: tokio_postgres::Error| {
-                use std::error::Error as _;
-                ConnectError::InvalidUrl {
-                    reason: match e.source() {
-                        Some(source) => format!("{e}: {source}"),
-                        None => e.to_string(),
-                    },
-                }
-            })?;
+        let (mut config, tls) = tls::parse(url)?;
         config.connect_timeout(options.connect_timeout);
         if config.get_application_name().is_none() {
             config.application_name("wsp");
@@ -283,7 +288,7 @@ impl Database {
         config.options(startup.trim_start());
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -298,11 +303,21 @@ impl Database {
             .map_err(|e| ConnectError::InvalidOptions {
                 reason: e.to_string(),
             })?;
-        let mut client = pool.get().await.map_err(|e| ConnectError::Unreachable {
-            reason: match failure::pool_error("connect", e) {
-                StoreError::Unavailable(reason) | StoreError::Internal(reason) => reason,
-                other => other.to_string(),
-            },
+        let mut client = pool.get().await.map_err(|e| {
+            if let deadpool_postgres::PoolError::Backend(e) = &e
+                && let Some(reason) = tls::failure(e)
+            {
+                return ConnectError::Tls {
+                    mode: tls.mode().name(),
+                    reason,
+                };
+            }
+            ConnectError::Unreachable {
+                reason: match failure::pool_error("connect", e) {
+                    StoreError::Unavailable(reason) | StoreError::Internal(reason) => reason,
+                    other => other.to_string(),
+                },
+            }
         })?;
         schema::migrate(&mut client, &schema).await?;
         // The server cancels a statement after `statement_timeout`; a try that hears nothing for
@@ -312,6 +327,7 @@ impl Database {
         Ok(Self {
             pool,
             config,
+            tls,
             schema: Arc::new(schema),
             deadline,
         })
@@ -405,6 +421,7 @@ impl PgStore {
         let listener = listener::spawn(
             listener::Settings {
                 config: db.config.clone(),
+                tls: db.tls.clone(),
                 schema: db.schema().clone(),
                 replica,
                 ping: options.connect_timeout.max(Duration::from_secs(1)),

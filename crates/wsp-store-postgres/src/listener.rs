@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
-use tokio_postgres::{AsyncMessage, Config, NoTls, Notification};
+use tokio_postgres::{AsyncMessage, Config, Notification};
 use wsp_store::ChangeNotice;
 use wsp_types::Owner;
 
@@ -47,6 +47,8 @@ impl Drop for Listener {
 pub(crate) struct Settings {
     /// How to connect (the store's own configuration).
     pub(crate) config: Config,
+    /// TLS as the store's own connections use it.
+    pub(crate) tls: crate::tls::MakeTls,
     /// Whose notices to pass on.
     pub(crate) schema: SchemaName,
     /// This store's replica id (its own notices are skipped).
@@ -92,7 +94,8 @@ async fn session(
     notices: &broadcast::Sender<ChangeNotice>,
     catch_up: bool,
 ) -> Result<bool, tokio_postgres::Error> {
-    let connect = tokio::time::timeout(settings.ping, settings.config.connect(NoTls));
+    let connect =
+        tokio::time::timeout(settings.ping, settings.config.connect(settings.tls.clone()));
     let Ok(connected) = connect.await else {
         return Ok(false);
     };

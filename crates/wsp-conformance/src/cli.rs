@@ -110,6 +110,10 @@ pub struct ConformanceArgs {
     /// Time limit for one HTTP exchange, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT_SECS)]
     pub timeout: u64,
+    /// PEM file of CA certificates to trust besides the system's, for an https host whose
+    /// certificate a private CA signed.
+    #[arg(long, value_name = "FILE", env = "WSP_CACERT")]
+    pub cacert: Option<PathBuf>,
     /// Print the scenario catalogue (id, clause, gate, title) and exit.
     #[arg(long)]
     pub list: bool,
@@ -139,6 +143,7 @@ impl Default for ConformanceArgs {
             filter: Vec::new(),
             expected_failures: None,
             timeout: DEFAULT_TIMEOUT_SECS,
+            cacert: None,
             list: false,
         }
     }
@@ -156,6 +161,9 @@ pub enum ArgsError {
     /// `--timeout 0`.
     #[error("--timeout must be at least 1 second")]
     ZeroTimeout,
+    /// The `--cacert` file is unreadable or holds no usable certificate.
+    #[error("--cacert: {0}")]
+    CaCert(wsp_client::Error),
 }
 
 impl ConformanceArgs {
@@ -206,6 +214,10 @@ impl ConformanceArgs {
         config.scenario_timeout = Duration::from_secs(self.timeout.saturating_mul(12).max(60));
         if let Some(path) = &self.expected_failures {
             config.expected_failures = ExpectedFailures::load(path)?;
+        }
+        if let Some(file) = &self.cacert {
+            config.ca_certs =
+                wsp_client::CaCerts::from_pem_file(file).map_err(ArgsError::CaCert)?;
         }
         config.validate()?;
         Ok(config)
@@ -374,6 +386,12 @@ mod tests {
         ])
         .to_config_with(env(&[]));
         assert!(matches!(xf, Err(ArgsError::ExpectedFailures(_))));
+        let ca = parse(&["--url", "https://h", "--cacert", "/nonexistent/ca.pem"])
+            .to_config_with(env(&[]));
+        let Err(ArgsError::CaCert(e)) = ca else {
+            panic!("{ca:?}")
+        };
+        assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub async fn run_scenarios(config: &Config, scenarios: &'static [Scenario]) -> R
     let transport = config
         .validate()
         .map_err(|e| e.to_string())
-        .and_then(|url| Transport::new(&url, config.request_timeout));
+        .and_then(|url| Transport::new(&url, config.request_timeout, &config.ca_certs));
     let transport = match transport {
         Ok(t) => t,
         Err(why) => {

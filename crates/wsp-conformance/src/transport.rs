@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 use serde_json::Value;
+use wsp_client::CaCerts;
 
 use crate::exchange::{Exchange, RecordedRequest, RecordedResponse};
 use crate::outcome::Outcome;
@@ -37,14 +38,17 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    /// A transport for `base` (already validated).
-    pub(crate) fn new(base: &Url, timeout: Duration) -> Result<Self, String> {
-        let client = reqwest::Client::builder()
+    /// A transport for `base` (already validated); https trusts `ca` besides the system's CAs.
+    pub(crate) fn new(base: &Url, timeout: Duration, ca: &CaCerts) -> Result<Self, String> {
+        let builder = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout)
             .redirect(reqwest::redirect::Policy::none())
             // Talk to the URL given, never to a proxy from the environment.
-            .no_proxy()
+            .no_proxy();
+        let client = ca
+            .configure(builder)
+            .map_err(|e| e.to_string())?
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))?;
         let host = base.host_str().ok_or("base URL has no host")?;
@@ -289,7 +293,7 @@ mod tests {
     #[test]
     fn base_is_normalized_and_authority_has_a_port() {
         let url = Url::parse("http://LOCALHOST/prefix/").unwrap();
-        let t = Transport::new(&url, Duration::from_secs(1)).unwrap();
+        let t = Transport::new(&url, Duration::from_secs(1), &CaCerts::default()).unwrap();
         assert_eq!(t.base, "http://localhost/prefix");
         assert_eq!(t.authority, "localhost:80");
         assert_eq!(t.origin, "http://localhost");

@@ -14,13 +14,13 @@ const EVENT_WAIT: Duration = Duration::from_secs(10);
 
 fn client(ctx: &Ctx, key: Option<&str>, who: &str) -> Result<Client, Outcome> {
     let key = key.ok_or_else(|| Outcome::blocked(format!("needs {who}")))?;
-    let http = reqwest::Client::builder()
+    Client::builder(&ctx.config().base_url)
+        .timeout(None)
         .connect_timeout(ctx.config().request_timeout)
+        .ca_certs(ctx.config().ca_certs.clone())
+        .key(key)
         .build()
-        .map_err(|e| Outcome::fail(format!("cannot build an HTTP client: {e}")))?;
-    Client::with_http_client(&ctx.config().base_url, http)
-        .map(|c| c.with_key(key.to_owned()))
-        .map_err(|e| Outcome::fail(format!("unusable base URL: {e}")))
+        .map_err(|e| Outcome::fail(format!("cannot build the client: {e}")))
 }
 
 fn a(ctx: &Ctx) -> Result<Client, Outcome> {

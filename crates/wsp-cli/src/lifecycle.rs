@@ -1,5 +1,5 @@
-//! What every long-running `wsp` command shares: logging to standard error, and stopping on
-//! Ctrl-C or SIGTERM.
+//! What every long-running `wsp` command shares: logging to standard error, as many open files
+//! as the system allows, and stopping on Ctrl-C or SIGTERM.
 
 /// Logs to standard error at the level `WSP_LOG` names (default `info`); `ansi` colours them
 /// when standard error is a terminal.
@@ -12,6 +12,18 @@ pub fn init_logging(ansi: bool) {
         // Colours only for a person at a terminal, never into a log file or a pipe.
         .with_ansi(ansi && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+}
+
+/// Raises the soft limit on open files to the hard limit, so a server can hold as many
+/// connections as the system lets it, and logs the limit now in force (`None`: unlimited or
+/// unknown).
+pub fn raise_open_file_limit() -> Option<u64> {
+    let limit = wsp_listener::raise_fd_limit();
+    match limit {
+        Some(open_files) => tracing::info!(open_files, "open-file limit"),
+        None => tracing::info!("open-file limit: none"),
+    }
+    limit
 }
 
 /// Resolves when `signal` arrives; never when it could not be installed.

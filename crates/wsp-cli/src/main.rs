@@ -5,6 +5,7 @@
 
 mod agents;
 mod config;
+mod conn;
 mod context;
 mod files;
 mod keys;

@@ -66,6 +66,8 @@ pub struct McpArgs {
     /// A shared agent a private agent may publish to (`--profile items`; repeatable).
     #[arg(long = "publish-to", value_name = "AGENT")]
     publish_to: Vec<String>,
+    #[command(flatten)]
+    conn: crate::conn::McpConnArgs,
 }
 
 impl McpArgs {
@@ -122,7 +124,11 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
                 println!("bearer token: {}", token.expose());
             }
             server
-                .serve_http(listener, wsp_mcp::HttpAuth::Bearer(token), shutdown)
+                .serve_http(
+                    listener,
+                    args.conn.http_options(wsp_mcp::HttpAuth::Bearer(token)),
+                    shutdown,
+                )
                 .await
                 .map_err(|e| CliError(e.to_string()))
         }

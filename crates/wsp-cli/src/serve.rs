@@ -114,6 +114,8 @@ pub struct ServeArgs {
     /// is forgotten (404).
     #[arg(long, default_value_t = 604_800, value_parser = clap::value_parser!(u64).range(1..=315_360_000))]
     run_retention: u64,
+    #[command(flatten)]
+    conn: crate::conn::ConnArgs,
 }
 
 /// What `--store` gives the server: the files and, beside them, the keys, the `Idempotency-Key`
@@ -229,7 +231,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     if args.enable_test_seams {
         tracing::warn!("test seams are enabled: any valid key can act for any owner");
     }
-    wsp_server::serve(listener, state, shutdown).await?;
+    wsp_server::serve_with(listener, state, args.conn.connection_limits(), shutdown).await?;
     println!("wsp stopped");
     Ok(())
 }

@@ -1,10 +1,14 @@
-//! Who may use the streamable HTTP endpoint: a bearer token, checked in constant time.
+//! Who may use the streamable HTTP endpoint: a request that names this server (`Host`, the
+//! request target and any `Origin`: DNS-rebinding protection), then a bearer token, checked
+//! in constant time.
 
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::uri::Authority;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
@@ -108,6 +112,193 @@ pub(crate) async fn require_bearer(
         .into_response()
 }
 
+/// Which `Host` and `Origin` values the HTTP endpoint accepts, against DNS rebinding: a web
+/// page on another site must not reach a server on this machine through the browser.
+///
+/// A request must carry exactly one `Host` header naming a loopback address (`localhost`,
+/// `127.0.0.0/8`, `::1`, any port) or an allowed host; an absolute-form request target must
+/// name the same authority as the `Host`; an `Origin` header, when present, must be a loopback
+/// origin (`http` or `https`, any port) or an allowed origin. Any other request is answered
+/// 403 before the bearer token is looked at.
+///
+/// ```
+/// use wsp_mcp::HttpAllowList;
+///
+/// let allow = HttpAllowList::loopback()
+///     .allow_host("mcp.example.com")?          // any port
+///     .allow_host("gateway.example.com:8443")? // this port only
+///     .allow_origin("https://app.example.com")?;
+/// assert!(HttpAllowList::loopback().allow_origin("app.example.com").is_err());
+/// # Ok::<(), wsp_mcp::AllowListError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HttpAllowList {
+    hosts: Vec<AllowedHost>,
+    origins: Vec<Origin>,
+}
+
+/// Why a string cannot join an [`HttpAllowList`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllowListError {
+    /// Not a host name or IP address with an optional port (`name`, `name:port`, `[v6]:port`).
+    #[error("{0:?} is not a host: expected a name or address with an optional :port")]
+    Host(String),
+    /// Not a web origin `http://host[:port]` or `https://host[:port]` (no path).
+    #[error("{0:?} is not an origin: expected http://host[:port] or https://host[:port]")]
+    Origin(String),
+}
+
+/// A host name (lowercase, IPv6 without brackets) and, when given, the one port allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct AllowedHost {
+    name: String,
+    port: Option<u16>,
+}
+
+/// A web origin: scheme, host (normalised as in [`AllowedHost`]) and port (the scheme's
+/// default when none is written).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    https: bool,
+    host: String,
+    port: u16,
+}
+
+impl HttpAllowList {
+    /// Loopback hosts and origins only (the default).
+    pub fn loopback() -> Self {
+        Self::default()
+    }
+
+    /// Also accepts `Host: host` (`name` for any port, `name:port` for that port only): the
+    /// names under which a proxy or a tunnel reaches this server.
+    pub fn allow_host(mut self, host: &str) -> Result<Self, AllowListError> {
+        let (name, port) =
+            parse_authority(host).ok_or_else(|| AllowListError::Host(host.into()))?;
+        self.hosts.push(AllowedHost { name, port });
+        Ok(self)
+    }
+
+    /// Also accepts `Origin: origin` (`https://app.example.com`; without a port, the scheme's
+    /// default port): a web application allowed to call this server from a browser.
+    pub fn allow_origin(mut self, origin: &str) -> Result<Self, AllowListError> {
+        let parsed = Origin::parse(origin).ok_or_else(|| AllowListError::Origin(origin.into()))?;
+        self.origins.push(parsed);
+        Ok(self)
+    }
+
+    /// Why the request must be refused, if it must.
+    fn refusal(&self, uri: &Uri, headers: &HeaderMap) -> Option<&'static str> {
+        let mut hosts = headers.get_all(header::HOST).iter();
+        let (Some(host), None) = (hosts.next(), hosts.next()) else {
+            return Some("the request must carry exactly one Host header");
+        };
+        let Some((name, port)) = host.to_str().ok().and_then(parse_authority) else {
+            return Some("the Host header is not a host");
+        };
+        let allowed = is_loopback(&name)
+            || self
+                .hosts
+                .iter()
+                .any(|h| h.name == name && h.port.is_none_or(|p| port == Some(p)));
+        if !allowed {
+            return Some("the Host header names neither a loopback address nor an allowed host");
+        }
+        if let Some(target) = uri.authority() {
+            let default = match uri.scheme_str() {
+                Some(s) if s.eq_ignore_ascii_case("https") => Some(443),
+                Some(s) if s.eq_ignore_ascii_case("http") => Some(80),
+                _ => None,
+            };
+            let same = parse_authority(target.as_str())
+                .is_some_and(|(n, p)| n == name && p.or(default) == port.or(default));
+            if !same {
+                return Some("the request target names another host than the Host header");
+            }
+        }
+        let mut origins = headers.get_all(header::ORIGIN).iter();
+        match (origins.next(), origins.next()) {
+            (None, _) => None,
+            (Some(origin), None) => {
+                let allowed = origin
+                    .to_str()
+                    .ok()
+                    .and_then(Origin::parse)
+                    .is_some_and(|o| is_loopback(&o.host) || self.origins.contains(&o));
+                (!allowed)
+                    .then_some("the Origin is neither a loopback origin nor an allowed origin")
+            }
+            (Some(_), Some(_)) => Some("the request must carry at most one Origin header"),
+        }
+    }
+}
+
+impl Origin {
+    /// `http://host[:port]` or `https://host[:port]`, scheme and host in any case, nothing
+    /// after the authority.
+    fn parse(origin: &str) -> Option<Self> {
+        let (scheme, authority) = origin.split_once("://")?;
+        let https = if scheme.eq_ignore_ascii_case("https") {
+            true
+        } else if scheme.eq_ignore_ascii_case("http") {
+            false
+        } else {
+            return None;
+        };
+        let (host, port) = parse_authority(authority)?;
+        let port = port.unwrap_or(if https { 443 } else { 80 });
+        Some(Self { https, host, port })
+    }
+}
+
+/// `host[:port]` as a lowercase host (IPv6 without brackets) and the port; `None` for anything
+/// else, including user information (`user@host`) and paths.
+fn parse_authority(raw: &str) -> Option<(String, Option<u16>)> {
+    if raw.contains(['@', '/', '?', '#']) {
+        return None;
+    }
+    let authority: Authority = raw.parse().ok()?;
+    let host = authority.host();
+    // What follows the host is nothing or `:` and a port that fits in 16 bits (`http` reads
+    // an empty or oversized port as no port at all).
+    let port = match raw.strip_prefix(host)? {
+        "" => None,
+        rest => {
+            let digits = rest.strip_prefix(':')?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some(digits.parse::<u16>().ok()?)
+        }
+    };
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if host.is_empty() {
+        return None;
+    }
+    Some((host.to_ascii_lowercase(), port))
+}
+
+/// `localhost` or a loopback IP address (`127.0.0.0/8`, `::1`).
+fn is_loopback(host: &str) -> bool {
+    host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Answers 403 unless the request names this server ([`HttpAllowList`]).
+pub(crate) async fn require_allowed_host(
+    State(allow): State<Arc<HttpAllowList>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(reason) = allow.refusal(request.uri(), request.headers()) else {
+        return next.run(request).await;
+    };
+    tracing::warn!(reason, "refused an HTTP request (DNS-rebinding protection)");
+    (StatusCode::FORBIDDEN, format!("forbidden: {reason}\n")).into_response()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +323,51 @@ mod tests {
         assert_eq!(a.expose().len(), 64);
         assert!(BearerToken::new(a.expose()).is_ok());
         assert_eq!(format!("{a:?}"), "BearerToken(<hidden>)");
+    }
+
+    #[test]
+    fn authorities_parse_strictly() {
+        let check = |raw: &str, want: Option<(&str, Option<u16>)>| {
+            let got = parse_authority(raw);
+            assert_eq!(got, want.map(|(h, p)| (h.to_owned(), p)), "{raw:?}");
+        };
+        check("localhost", Some(("localhost", None)));
+        check("LocalHost:8080", Some(("localhost", Some(8080))));
+        check("[::1]:80", Some(("::1", Some(80))));
+        check("[::1]", Some(("::1", None)));
+        check("127.0.0.1", Some(("127.0.0.1", None)));
+        for bad in [
+            "",
+            ":80",
+            "localhost:+80",
+            "localhost:8080:80",
+            "localhost:",
+            "localhost:99999",
+            "user@localhost",
+            "localhost/x",
+            "local host",
+            "localhost?x",
+            "[::1",
+        ] {
+            check(bad, None);
+        }
+    }
+
+    #[test]
+    fn loopback_means_this_machine_only() {
+        for yes in ["localhost", "127.0.0.1", "127.255.0.9", "::1"] {
+            assert!(is_loopback(yes), "{yes}");
+        }
+        for no in [
+            "localhost.",
+            "127.0.0.1.nip.io",
+            "0.0.0.0",
+            "::",
+            "10.0.0.1",
+            "127.1",
+        ] {
+            assert!(!is_loopback(no), "{no}");
+        }
     }
 
     #[test]

@@ -13,8 +13,10 @@
 //!   [`McpServer::serve_http`] serves streamable HTTP at `/mcp` in an axum router
 //!   ([`McpServer::http_router`] to nest it into another app). Every HTTP request must carry
 //!   `Authorization: Bearer <token>` ([`HttpAuth::Bearer`], compared in constant time) unless
-//!   the embedding app authenticates upstream ([`HttpAuth::Upstream`]); only loopback `Host`
-//!   headers are accepted (DNS-rebinding protection).
+//!   the embedding app authenticates upstream ([`HttpAuth::Upstream`]); before that, a
+//!   request must name this server: one loopback (or allowed) `Host`, an absolute-form target
+//!   with the same authority, and a loopback (or allowed) `Origin` if any ([`HttpAllowList`],
+//!   DNS-rebinding protection). [`McpServer::serve_http`] serves under [`ConnectionLimits`].
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -40,6 +42,6 @@ mod auth;
 mod server;
 mod transport;
 
-pub use auth::{BearerToken, BearerTokenError, HttpAuth};
+pub use auth::{AllowListError, BearerToken, BearerTokenError, HttpAllowList, HttpAuth};
 pub use server::{McpServer, Profile};
-pub use transport::HTTP_PATH;
+pub use transport::{ConnectionLimits, HTTP_PATH, HttpOptions};

@@ -336,7 +336,10 @@ async fn the_http_endpoint_admits_only_the_bearer_token() {
     let server = McpServer::files(fixture.vfs(RO));
     let token = wsp_mcp::BearerToken::generate();
     let good = format!("Bearer {}", token.expose());
-    let (router, close) = server.http_router(wsp_mcp::HttpAuth::Bearer(token.clone()));
+    let (router, close) = server.http_router(
+        wsp_mcp::HttpAuth::Bearer(token.clone()),
+        wsp_mcp::HttpAllowList::loopback(),
+    );
     assert_eq!(http_initialize(router.clone(), None).await, 401);
     assert_eq!(
         http_initialize(router.clone(), Some("Bearer not-the-token")).await,
@@ -351,7 +354,10 @@ async fn the_http_endpoint_admits_only_the_bearer_token() {
     close();
 
     // Embedded behind an application that authenticates upstream: no check here.
-    let (open, close) = server.http_router(wsp_mcp::HttpAuth::Upstream);
+    let (open, close) = server.http_router(
+        wsp_mcp::HttpAuth::Upstream,
+        wsp_mcp::HttpAllowList::loopback(),
+    );
     assert_eq!(http_initialize(open, None).await, 200);
     close();
 }

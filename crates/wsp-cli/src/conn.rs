@@ -1,0 +1,122 @@
+//! The connection flags of `wsp serve` and `wsp mcp --http`: what a client's connection may
+//! take (`--header-timeout`, `--idle-timeout`, `--body-timeout`, `--body-deadline`,
+//! `--write-timeout`), how many may be open (`--max-connections`), how long shutdown waits
+//! (`--drain-timeout`), and for MCP which hosts and browser origins are answered
+//! (`--allow-host`, `--allow-origin`).
+
+use std::time::Duration;
+
+use clap::Args;
+use wsp_listener::ConnectionLimits;
+use wsp_mcp::{HttpAllowList, HttpAuth, HttpOptions};
+
+/// Timeouts and the connection cap, in seconds and connections.
+#[derive(Debug, Clone, Args)]
+pub struct ConnArgs {
+    /// Most client connections open at once. At the cap, the connection idle longest (no
+    /// request in progress) is closed to make room; when all are busy, new ones wait.
+    /// [default: three quarters of the open-file limit, which is raised to its hard limit at
+    /// start, at most 16384]
+    #[arg(long, env = "WSP_MAX_CONNECTIONS", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_connections: Option<u64>,
+    /// Seconds a client has to send a whole request header (from connecting, or from the
+    /// first byte of a later request on a kept-alive connection).
+    #[arg(long, env = "WSP_HEADER_TIMEOUT", default_value_t = ConnectionLimits::DEFAULT_HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    header_timeout: u64,
+    /// Seconds a kept-alive connection may wait for its next request before it is closed.
+    #[arg(long, env = "WSP_IDLE_TIMEOUT", default_value_t = ConnectionLimits::DEFAULT_IDLE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    idle_timeout: u64,
+    /// Seconds a request body may pause before the request fails and its connection closes.
+    #[arg(long, env = "WSP_BODY_TIMEOUT", default_value_t = ConnectionLimits::DEFAULT_BODY_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_timeout: u64,
+    /// Seconds a whole request body may take to arrive.
+    #[arg(long, env = "WSP_BODY_DEADLINE", default_value_t = ConnectionLimits::DEFAULT_BODY_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    body_deadline: u64,
+    /// Seconds a response may wait for the client to read it before the connection closes.
+    #[arg(long, env = "WSP_WRITE_TIMEOUT", default_value_t = ConnectionLimits::DEFAULT_WRITE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    write_timeout: u64,
+    /// Seconds requests in progress get to finish at shutdown (Ctrl-C, SIGTERM) before their
+    /// connections are closed.
+    #[arg(long, env = "WSP_DRAIN_TIMEOUT", default_value_t = ConnectionLimits::DEFAULT_DRAIN_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(0..=3600))]
+    drain_timeout: u64,
+}
+
+impl ConnArgs {
+    /// Raises the process's open-file limit to its hard limit (and logs it), then the limits
+    /// these flags describe, with the cap derived from the raised limit unless
+    /// `--max-connections` is given. Call it once, after logging starts.
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        let open_files = crate::lifecycle::raise_open_file_limit();
+        let max_connections = match self.max_connections {
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => ConnectionLimits::max_connections_for(open_files.unwrap_or(u64::MAX)),
+        };
+        if open_files.is_some_and(|limit| max_connections as u64 >= limit) {
+            tracing::warn!(
+                max_connections,
+                "--max-connections is not below the open-file limit: when descriptors run out, \
+                 idle connections are closed to accept new ones"
+            );
+        }
+        tracing::info!(max_connections, "connection cap");
+        ConnectionLimits {
+            max_connections,
+            header_timeout: Duration::from_secs(self.header_timeout),
+            idle_timeout: Duration::from_secs(self.idle_timeout),
+            body_timeout: Duration::from_secs(self.body_timeout),
+            body_deadline: Duration::from_secs(self.body_deadline),
+            write_timeout: Duration::from_secs(self.write_timeout),
+            drain_timeout: Duration::from_secs(self.drain_timeout),
+        }
+    }
+}
+
+/// The connection flags of `wsp mcp --http`: [`ConnArgs`], and the hosts and origins answered
+/// besides loopback (DNS-rebinding protection).
+#[derive(Debug, Clone, Args)]
+pub struct McpConnArgs {
+    #[command(flatten)]
+    conn: ConnArgs,
+    /// A `Host` the server answers besides loopback names, e.g. behind a proxy: NAME (any
+    /// port) or NAME:PORT. Repeatable; WSP_MCP_ALLOW_HOST takes a comma-separated list.
+    #[arg(long = "allow-host", value_name = "HOST", env = "WSP_MCP_ALLOW_HOST", value_delimiter = ',', value_parser = valid_host)]
+    allow_host: Vec<String>,
+    /// A browser `Origin` allowed to call the server besides loopback origins:
+    /// https://NAME[:PORT] or http://NAME[:PORT]. Repeatable; WSP_MCP_ALLOW_ORIGIN takes a
+    /// comma-separated list. Requests carrying any other Origin are refused (403).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", env = "WSP_MCP_ALLOW_ORIGIN", value_delimiter = ',', value_parser = valid_origin)]
+    allow_origin: Vec<String>,
+}
+
+impl McpConnArgs {
+    /// How `wsp mcp --http` serves with `auth`: the allow list and the connection limits
+    /// ([`ConnArgs::connection_limits`], which raises the open-file limit).
+    pub fn http_options(&self, auth: HttpAuth) -> HttpOptions {
+        let mut allow = HttpAllowList::loopback();
+        for host in &self.allow_host {
+            allow = allow.allow_host(host).expect("checked when parsed");
+        }
+        for origin in &self.allow_origin {
+            allow = allow.allow_origin(origin).expect("checked when parsed");
+        }
+        HttpOptions {
+            auth,
+            allow,
+            limits: self.conn.connection_limits(),
+        }
+    }
+}
+
+fn valid_host(raw: &str) -> Result<String, String> {
+    HttpAllowList::loopback()
+        .allow_host(raw)
+        .map(|_| raw.to_owned())
+        .map_err(|e| e.to_string())
+}
+
+fn valid_origin(raw: &str) -> Result<String, String> {
+    HttpAllowList::loopback()
+        .allow_origin(raw)
+        .map(|_| raw.to_owned())
+        .map_err(|e| e.to_string())
+}

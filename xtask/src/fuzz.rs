@@ -175,7 +175,12 @@ fn cargo() -> String {
 }
 
 /// Builds the targets (all of them in one cargo run when every target is wanted).
+///
+/// `fuzz/Cargo.lock` starts as a copy of the workspace's `Cargo.lock` (it is not committed), so
+/// the targets are built with exactly the versions the workspace tests; cargo adds libFuzzer's
+/// own few dependencies.
 fn build(root: &Path, cargo_fuzz: &Path, targets: &[String]) -> Result<()> {
+    fs::copy(root.join("Cargo.lock"), root.join("fuzz/Cargo.lock"))?;
     let all = available_targets(root)?;
     let names: Vec<Option<&str>> = if targets == all.as_slice() {
         vec![None]
@@ -218,6 +223,11 @@ fn fuzz_one(root: &Path, target: &str, seconds: u64) -> Result<Run> {
     let log = logs.join(format!("{target}.log"));
     let binary = work.join(TRIPLE).join("release").join(target);
     let mut cmd = Command::new(&binary);
+    // Temporary directories (the vfs_tools target makes one per input) in memory when the
+    // machine has /dev/shm: disk latency would otherwise dominate the run.
+    if Path::new("/dev/shm").is_dir() {
+        cmd.env("TMPDIR", "/dev/shm");
+    }
     cmd.arg(format!("-max_total_time={seconds}"))
         .arg(format!("-timeout={INPUT_TIMEOUT}"))
         .arg(format!("-rss_limit_mb={RSS_LIMIT_MB}"))
@@ -271,8 +281,15 @@ fn finish(root: &Path, target: &str, mut run: Run) -> Result<()> {
         {
             let dest_dir = root.join("fuzz/regressions").join(target);
             fs::create_dir_all(&dest_dir)?;
-            let dest = dest_dir.join(name);
-            fs::copy(&path, &dest)?;
+            // An input already committed (a known regression still failing) is not copied again.
+            let dest = match known(&dest_dir, &fs::read(&path)?)? {
+                Some(known) => known,
+                None => {
+                    let dest = dest_dir.join(name);
+                    fs::copy(&path, &dest)?;
+                    dest
+                }
+            };
             crashes.push(
                 dest.strip_prefix(root)
                     .unwrap_or(&dest)
@@ -300,13 +317,24 @@ fn finish(root: &Path, target: &str, mut run: Run) -> Result<()> {
         .into());
     }
     Err(format!(
-        "fuzz target {target} found a failing input, saved as {files}.\n\
+        "fuzz target {target} fails on {files} (kept in fuzz/regressions/{target}/).\n\
          Reproduce: cargo test -p wsp-fuzz --test replay {target}\n\
          (or run fuzz/target/{TRIPLE}/release/{target} {files}).\n\
          Commit the file with the fix: from then on `cargo test -p wsp-fuzz` replays it.",
         files = crashes.join(" ")
     )
     .into())
+}
+
+/// The file of `dir` whose content is `data`, if there is one.
+fn known(dir: &Path, data: &[u8]) -> Result<Option<PathBuf>> {
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_file() && fs::read(&path)? == data {
+            return Ok(Some(path));
+        }
+    }
+    Ok(None)
 }
 
 #[cfg(test)]

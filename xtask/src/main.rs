@@ -56,6 +56,9 @@ tasks:
                       time read_file, write_file and ls over MCP stdio: `wsp mcp` against
                       the reference filesystem server (npm), ratios against the same run
   bench snapshot      snapshot creation cost at 10, 1,000 and 100,000 files (SQLite and memory)
+  fuzz [--seconds N] [TARGET...]
+                      build the libFuzzer targets of fuzz/ and run each N s (default 60); a
+                      crash is saved in fuzz/regressions/<target>/ and fails the task
 
 --check rebuilds the output in memory and fails if the committed file differs.";
 

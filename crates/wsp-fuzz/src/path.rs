@@ -114,8 +114,10 @@ fn virtual_path(raw: &str) {
     }
     assert!(path.starts_with(&VirtualPath::root()));
     assert_eq!(path.strip_prefix(&path), Some(Vec::new()));
-    // Every ancestor is a prefix on whole components; a sibling with a longer name is not.
-    for n in 0..components.len() {
+    // Every ancestor is a prefix on whole components; a sibling with a longer name is not
+    // (the first 16 and the last, so that a run stays linear in the input).
+    let count = components.len();
+    for n in (0..count).filter(|n| *n < 16 || *n + 1 == count) {
         let ancestor = VirtualPath::parse(&format!("/{}", components[..n].join("/")))
             .expect("an ancestor is a path");
         assert_eq!(

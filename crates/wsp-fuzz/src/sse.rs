@@ -55,6 +55,8 @@ async fn accept(listener: TcpListener, plan: Arc<Mutex<Vec<Vec<u8>>>>) {
 
 /// Answers every request on `conn` with the planned chunks, until the client hangs up.
 async fn answer(conn: TcpStream, plan: Arc<Mutex<Vec<Vec<u8>>>>) -> std::io::Result<()> {
+    // Each chunk goes out at once (Nagle's algorithm would hold small writes back).
+    conn.set_nodelay(true)?;
     let mut conn = BufReader::new(conn);
     loop {
         // The request head: lines up to a blank one (a GET has no body).
@@ -76,11 +78,10 @@ async fn answer(conn: TcpStream, plan: Arc<Mutex<Vec<Vec<u8>>>>) -> std::io::Res
         )
         .await?;
         for chunk in chunks.iter().filter(|c| !c.is_empty()) {
-            out.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
-                .await?;
-            out.write_all(chunk).await?;
-            out.write_all(b"\r\n").await?;
-            out.flush().await?;
+            let mut frame = format!("{:x}\r\n", chunk.len()).into_bytes();
+            frame.extend_from_slice(chunk);
+            frame.extend_from_slice(b"\r\n");
+            out.write_all(&frame).await?;
         }
         out.write_all(b"0\r\n\r\n").await?;
         out.flush().await?;

@@ -1,0 +1,107 @@
+//! `wsp serve` stops on SIGTERM even while change-feed (SSE) clients are connected: each open
+//! stream gets a closing `error` event and the process exits 0.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+/// Kills the server if the test fails before it exits by itself.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `wsp serve` on a fresh data directory; its address and first admin key.
+#[expect(
+    clippy::zombie_processes,
+    reason = "Running's Drop kills and waits for the child"
+)]
+fn serve(data: &std::path::Path) -> (Running, String, String) {
+    let mut child = Command::new(WSP)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .env("WSP_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("wsp starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut key = None;
+    loop {
+        let line = lines
+            .next()
+            .expect("wsp serve reports its address")
+            .unwrap();
+        if line.starts_with("wsp_") {
+            key = Some(line.clone());
+        }
+        if let Some(rest) = line.strip_prefix("wsp listening on http://") {
+            let addr = rest.split_whitespace().next().unwrap().to_owned();
+            std::thread::spawn(move || for _ in lines {});
+            return (Running(child), addr, key.expect("first start prints a key"));
+        }
+    }
+}
+
+/// Opens the change feed and returns once the response head has arrived.
+fn open_feed(addr: &str, key: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET /v1/host/workspace/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).unwrap(), 1, "the feed answers");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    s
+}
+
+fn wait_for_exit(child: &mut Child, within: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn sigterm_with_a_connected_feed_client_ends_its_stream_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, addr, key) = serve(dir.path());
+    let mut feeds = [open_feed(&addr, &key), open_feed(&addr, &key)];
+    let term = Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    // Well inside the 30 s drain timeout: the streams do not hold the drain up.
+    let status = wait_for_exit(&mut server.0, Duration::from_secs(10))
+        .expect("wsp serve exits after SIGTERM although feed clients are connected");
+    assert!(status.success(), "exit after SIGTERM: {status}");
+    for feed in &mut feeds {
+        let mut rest = String::new();
+        feed.read_to_string(&mut rest).unwrap();
+        assert!(rest.contains("event: error"), "{rest:?}");
+        assert!(rest.contains("service_unavailable"), "{rest:?}");
+    }
+}

@@ -1,22 +1,63 @@
-//! `cargo xtask conformance`: the whole suite against `wsp serve` on every available backend.
+//! `cargo xtask conformance`: the whole suite against `wsp serve` on every backend (memory,
+//! SQLite, PostgreSQL).
 
-use std::process::Command;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use crate::Result;
 use crate::host::{self, SECRET_ID, SECRET_VALUE};
 use crate::project::project_root;
 
-/// Backends tested, with the extra `wsp serve` arguments each needs: memory, SQLite, and
-/// PostgreSQL when `WSP_TEST_POSTGRES_URL` names a database (CI sets it).
-fn backends() -> Vec<(String, Vec<String>)> {
+/// Backends tested, with the extra `wsp serve` arguments each needs: memory, SQLite and
+/// PostgreSQL ([`postgres_url`]). A PostgreSQL that cannot be had is a failure, never a skip.
+fn backends(failed: &mut Vec<String>) -> Vec<(String, Vec<String>)> {
     let mut all = vec![("memory".to_owned(), vec![]), ("sqlite".to_owned(), vec![])];
-    match std::env::var("WSP_TEST_POSTGRES_URL") {
+    match postgres_url() {
         Ok(url) => all.push((url, vec![])),
-        Err(_) => eprintln!(
-            "note: WSP_TEST_POSTGRES_URL is not set: the PostgreSQL backend is not tested"
-        ),
+        Err(e) => {
+            eprintln!("error: the PostgreSQL backend cannot be tested: {e}");
+            failed.push("postgres".to_owned());
+        }
     }
     all
+}
+
+/// The PostgreSQL database for the suite: what the `wsp-pgtest` program prints, which is
+/// `WSP_TEST_POSTGRES_URL` when set, else a throwaway cluster that lives as long as this xtask
+/// process (the program's parent). xtask runs it rather than linking the `wsp-pgtest` crate, so
+/// that it links no wsp crate; the program names the server on stderr, or says in one line
+/// why there is none.
+fn postgres_url() -> Result<String> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "wsp-pgtest",
+            "--bin",
+            "wsp-pgtest",
+        ])
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo build: {e}"))?;
+    if !status.success() {
+        return Err("cargo build -p wsp-pgtest failed".into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| project_root().join("target"), PathBuf::from);
+    let program = target
+        .join("debug")
+        .join(format!("wsp-pgtest{}", std::env::consts::EXE_SUFFIX));
+    let out = Command::new(&program)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    if !out.status.success() {
+        return Err("wsp-pgtest found no PostgreSQL (see the line above)".into());
+    }
+    let url = String::from_utf8(out.stdout).map_err(|_| "wsp-pgtest printed no URL")?;
+    Ok(url.trim().to_owned())
 }
 
 /// Runs the suite on each backend; reports land in `target/conformance/wsp-<backend>.{json,xml}`.
@@ -24,7 +65,7 @@ pub(crate) fn run(extra_args: &[String]) -> Result<()> {
     let wsp = host::wsp_binary()?;
     let reports = host::report_dir()?;
     let mut failed = Vec::new();
-    for (store, serve_args) in backends() {
+    for (store, serve_args) in backends(&mut failed) {
         let name = if store.starts_with("postgres") {
             "postgres"
         } else {

@@ -52,16 +52,38 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'stat
     async move {
         #[cfg(unix)]
         {
+            use tokio::signal::unix::{SignalKind, signal};
             let (int, term) = streams;
             tokio::select! {
                 () = received(int) => {},
                 () = received(term) => {},
             }
+            // tokio's handlers stay installed, so the default action never comes back: listen
+            // again, and a second Ctrl-C or SIGTERM ends the process without finishing the drain.
+            let again = (
+                signal(SignalKind::interrupt()).ok(),
+                signal(SignalKind::terminate()).ok(),
+            );
+            tokio::spawn(async move {
+                let (int, term) = again;
+                let code = tokio::select! {
+                    () = received(int) => 130,
+                    () = received(term) => 143,
+                };
+                tracing::warn!("second signal: stopping without finishing the drain");
+                std::process::exit(code);
+            });
         }
         #[cfg(not(unix))]
         {
             let _ = tokio::signal::ctrl_c().await;
+            tokio::spawn(async {
+                let _ = tokio::signal::ctrl_c().await;
+                std::process::exit(130);
+            });
         }
-        tracing::info!("shutting down: draining in-flight requests");
+        tracing::info!(
+            "shutting down: draining in-flight requests (Ctrl-C or SIGTERM again stops at once)"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! `wsp serve` stops on SIGTERM even while change-feed (SSE) clients are connected: each open
-//! stream gets a closing `error` event and the process exits 0.
+//! stream gets a closing `error` event and the process exits 0. A second SIGTERM during the
+//! drain stops it at once.
 
 #![cfg(unix)]
 
@@ -25,10 +26,11 @@ impl Drop for Running {
     clippy::zombie_processes,
     reason = "Running's Drop kills and waits for the child"
 )]
-fn serve(data: &std::path::Path) -> (Running, String, String) {
+fn serve(data: &std::path::Path, extra: &[&str]) -> (Running, String, String) {
     let mut child = Command::new(WSP)
         .args(["serve", "--addr", "127.0.0.1:0", "--data"])
         .arg(data)
+        .args(extra)
         .env("WSP_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -87,7 +89,7 @@ fn wait_for_exit(child: &mut Child, within: Duration) -> Option<ExitStatus> {
 #[test]
 fn sigterm_with_a_connected_feed_client_ends_its_stream_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, addr, key) = serve(dir.path());
+    let (mut server, addr, key) = serve(dir.path(), &[]);
     let mut feeds = [open_feed(&addr, &key), open_feed(&addr, &key)];
     let term = Command::new("kill")
         .args(["-TERM", &server.0.id().to_string()])
@@ -104,4 +106,37 @@ fn sigterm_with_a_connected_feed_client_ends_its_stream_and_exits_0() {
         assert!(rest.contains("event: error"), "{rest:?}");
         assert!(rest.contains("service_unavailable"), "{rest:?}");
     }
+}
+
+#[test]
+fn a_second_sigterm_during_the_drain_stops_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // A drain that would outlast the test by far.
+    let (mut server, addr, key) = serve(
+        dir.path(),
+        &["--drain-timeout", "600", "--body-timeout", "600"],
+    );
+    // A request in progress that holds the drain up: its body never comes.
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    write!(
+        slow,
+        "PUT /v1/host/workspace/files/slow.md HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"content\": \""
+    )
+    .unwrap();
+    // The head reached the server: a feed on another connection answers after it.
+    drop(open_feed(&addr, &key));
+    let pid = server.0.id().to_string();
+    let term = || {
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+    };
+    term();
+    assert!(
+        wait_for_exit(&mut server.0, Duration::from_secs(1)).is_none(),
+        "the first SIGTERM drains: the slow request is still in progress"
+    );
+    term();
+    let status = wait_for_exit(&mut server.0, Duration::from_secs(10))
+        .expect("a second SIGTERM stops wsp serve without waiting for the drain");
+    assert_eq!(status.code(), Some(143), "128 + SIGTERM: {status}");
 }

@@ -68,6 +68,8 @@ pub struct HttpArgs {
     /// API key (sent as a bearer token).
     #[arg(long, env = "WSP_API_KEY", hide_env_values = true)]
     key: Option<String>,
+    #[command(flatten)]
+    tls: crate::files::CaCertArg,
     /// Print machine-readable JSON.
     #[arg(long)]
     json: bool,
@@ -152,11 +154,7 @@ pub struct ListApprovalsArgs {
 }
 
 fn client(http: &HttpArgs) -> Result<Client, CliError> {
-    let mut client = Client::new(&http.url).map_err(crate::files::wire_error)?;
-    if let Some(key) = &http.key {
-        client = client.with_key(key.clone());
-    }
-    Ok(client)
+    (http.tls.client(&http.url, http.key.as_deref())?.build()).map_err(crate::files::wire_error)
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {

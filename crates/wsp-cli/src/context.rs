@@ -34,6 +34,8 @@ struct RenderArgs {
     /// API key (sent as a bearer token).
     #[arg(long, env = "WSP_API_KEY", hide_env_values = true)]
     key: Option<String>,
+    #[command(flatten)]
+    tls: crate::files::CaCertArg,
     /// Read the snapshot of this run (what the run sees).
     #[arg(long, value_name = "ID")]
     run: Option<String>,
@@ -130,10 +132,8 @@ pub async fn run(args: ContextArgs) -> Result<(), CliError> {
 }
 
 async fn render(args: RenderArgs) -> Result<(), CliError> {
-    let mut client = Client::new(&args.url).map_err(|e| CliError(describe(&e)))?;
-    if let Some(key) = &args.key {
-        client = client.with_key(key.clone());
-    }
+    let client = (args.tls.client(&args.url, args.key.as_deref())?.build())
+        .map_err(crate::files::wire_error)?;
     let mut config = ContextConfig::new(args.budget);
     for raw in &args.extra {
         let path = WorkspacePath::parse(raw)

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use wsp_client::{Client, Error, FeedItem, PutOptions};
+use wsp_client::{CaCerts, Client, ClientBuilder, Error, FeedItem, PutOptions};
 use wsp_types::{ETag, WorkspacePath};
 
 use crate::CliError;
@@ -25,8 +25,33 @@ pub struct FilesArgs {
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
     json: bool,
+    #[command(flatten)]
+    tls: CaCertArg,
     #[command(subcommand)]
     command: FilesCommand,
+}
+
+/// The `--cacert` of every command that talks to a host.
+#[derive(Debug, Args)]
+pub(crate) struct CaCertArg {
+    /// PEM file of CA certificates to trust besides the system's, for an https host whose
+    /// certificate a private CA signed.
+    #[arg(long, value_name = "FILE", env = "WSP_CACERT", global = true)]
+    cacert: Option<PathBuf>,
+}
+
+impl CaCertArg {
+    /// A client builder for `url` with `key`, trusting `--cacert` too.
+    pub(crate) fn client(&self, url: &str, key: Option<&str>) -> Result<ClientBuilder, CliError> {
+        let mut builder = Client::builder(url);
+        if let Some(key) = key {
+            builder = builder.key(key);
+        }
+        if let Some(file) = &self.cacert {
+            builder = builder.ca_certs(CaCerts::from_pem_file(file).map_err(wire_error)?);
+        }
+        Ok(builder)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -100,6 +125,9 @@ pub(crate) fn wire_error(e: Error) -> CliError {
                 api.error, api.status, api.message
             ))
         }
+        None if matches!(e, Error::Certificate { .. }) => CliError(format!(
+            "{e} (for a private CA, pass its certificate with --cacert FILE or WSP_CACERT)"
+        )),
         None => CliError(e.to_string()),
     }
 }
@@ -111,10 +139,8 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
 
 /// Runs a `wsp files` subcommand.
 pub async fn run(args: FilesArgs) -> Result<(), CliError> {
-    let mut client = Client::new(&args.url).map_err(wire_error)?;
-    if let Some(key) = &args.key {
-        client = client.with_key(key.clone());
-    }
+    let remote = args.tls.client(&args.url, args.key.as_deref())?;
+    let client = remote.clone().build().map_err(wire_error)?;
     match args.command {
         FilesCommand::Ls { prefix } => {
             let list = client.list(prefix.as_deref()).await.map_err(wire_error)?;
@@ -191,11 +217,7 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
         }
         FilesCommand::Watch { since } => {
             // The feed never ends: no request timeout for it.
-            let http = reqwest_client()?;
-            let mut watcher = Client::with_http_client(&args.url, http).map_err(wire_error)?;
-            if let Some(key) = &args.key {
-                watcher = watcher.with_key(key.clone());
-            }
+            let watcher = remote.timeout(None).build().map_err(wire_error)?;
             let mut stream = watcher.events(since).await.map_err(wire_error)?;
             while let Some(item) = stream.next().await {
                 match item.map_err(wire_error)? {
@@ -241,12 +263,4 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
-}
-
-/// An HTTP client for long-lived streams: connect timeout only.
-fn reqwest_client() -> Result<reqwest::Client, CliError> {
-    reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(10))
-        .build()
-        .map_err(|e| CliError(format!("cannot build the HTTP client: {e}")))
 }

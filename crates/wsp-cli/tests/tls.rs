@@ -1,0 +1,248 @@
+//! The `wsp` client commands against an `https://` host: `wsp serve` behind a TLS proxy whose
+//! certificate a CA made here signed. With `--cacert` (or `WSP_CACERT`) `files`, `context`,
+//! `agents` and `conformance` reach it; without, they fail saying the certificate was refused.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+/// A running `wsp serve` (plain HTTP on loopback) and its first admin key.
+struct Server {
+    child: Child,
+    addr: String,
+    key: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[expect(
+    clippy::zombie_processes,
+    reason = "Server's Drop kills and waits for the child"
+)]
+fn serve(data: &Path) -> Server {
+    let mut child = Command::new(WSP)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .env("WSP_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("wsp starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut key = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.starts_with("wsp_") {
+            key = Some(line.clone());
+        }
+        if let Some(rest) = line.strip_prefix("wsp listening on http://") {
+            let addr = rest.split_whitespace().next().unwrap().to_owned();
+            std::thread::spawn(move || for _ in lines {});
+            return Server {
+                child,
+                addr,
+                key: key.expect("a first start prints an admin key"),
+            };
+        }
+    }
+    panic!("wsp serve ended before reporting its address");
+}
+
+/// A CA (PEM) and a TLS configuration with the certificate it signed for 127.0.0.1.
+fn ca_and_tls() -> (String, ServerConfig) {
+    let mut params = CertificateParams::new(Vec::new()).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "wsp test CA");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_pem = params.self_signed(&ca_key).unwrap().pem();
+    let issuer = Issuer::new(params, ca_key);
+    let mut leaf = CertificateParams::new(Vec::new()).unwrap();
+    leaf.subject_alt_names = vec![SanType::IpAddress("127.0.0.1".parse().unwrap())];
+    let key = KeyPair::generate().unwrap();
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    let key: PrivateKeyDer<'static> = PrivatePkcs8KeyDer::from(key.serialize_der()).into();
+    let tls = ServerConfig::builder_with_provider(Arc::new(
+        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.der().clone()], key)
+    .unwrap();
+    (ca_pem, tls)
+}
+
+/// Terminates TLS on a free port of 127.0.0.1 and passes the bytes on to `backend`, in a
+/// thread of its own for the rest of the test process. Returns the port.
+fn tls_proxy(tls: ServerConfig, backend: String) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = TcpListener::from_std(listener).unwrap();
+            let acceptor = TlsAcceptor::from(Arc::new(tls));
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let (acceptor, backend) = (acceptor.clone(), backend.clone());
+                tokio::spawn(async move {
+                    // A client that refuses the certificate ends here.
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut plain = TcpStream::connect(&backend).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+    });
+    port
+}
+
+fn wsp(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(WSP);
+    cmd.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for var in ["WSP_URL", "WSP_API_KEY", "WSP_CACERT"] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn client_commands_reach_an_https_host_with_its_ca_and_refuse_it_without() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("data"));
+    let (ca_pem, tls) = ca_and_tls();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).unwrap();
+    let ca = ca.to_str().unwrap();
+    let url = format!("https://127.0.0.1:{}", tls_proxy(tls, server.addr.clone()));
+    let env = [
+        ("WSP_URL", url.as_str()),
+        ("WSP_API_KEY", server.key.as_str()),
+    ];
+
+    // --cacert on the command line, then WSP_CACERT.
+    let put = wsp(
+        &["files", "put", "notes/tls.md", "--cacert", ca],
+        &env,
+        Some("over TLS\n"),
+    );
+    assert!(put.status.success(), "{}", stderr(&put));
+    let with_env = [env[0], env[1], ("WSP_CACERT", ca)];
+    let got = wsp(&["files", "get", "notes/tls.md"], &with_env, None);
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert_eq!(String::from_utf8_lossy(&got.stdout), "over TLS\n");
+    let context = wsp(&["context", "render", "--cacert", ca], &env, None);
+    assert!(context.status.success(), "{}", stderr(&context));
+    let agents = wsp(&["agents", "ls", "--cacert", ca], &env, None);
+    assert!(
+        !stderr(&agents).contains("certificate"),
+        "{}",
+        stderr(&agents)
+    );
+    let conformance = wsp(
+        &[
+            "conformance",
+            "--url",
+            &url,
+            "--key-a",
+            &server.key,
+            "--filter",
+            "WS-DISC",
+            "--filter",
+            "WS-PUT",
+            "--cacert",
+            ca,
+        ],
+        &[],
+        None,
+    );
+    let report = String::from_utf8_lossy(&conformance.stdout);
+    assert!(
+        conformance.status.success(),
+        "{report}{}",
+        stderr(&conformance)
+    );
+    assert!(report.contains("PASS"), "{report}");
+
+    // Only the system's CAs: refused, and the error says why and what to do.
+    for args in [
+        &["files", "ls"][..],
+        &["context", "render"][..],
+        &["agents", "ls"][..],
+    ] {
+        let refused = wsp(args, &env, None);
+        assert!(!refused.status.success(), "{args:?}");
+        let text = stderr(&refused);
+        assert!(
+            text.contains("certificate was refused: invalid peer certificate: UnknownIssuer"),
+            "{args:?}: {text}"
+        );
+    }
+    let refused = wsp(&["files", "ls"], &env, None);
+    assert!(
+        stderr(&refused).contains("--cacert"),
+        "{}",
+        stderr(&refused)
+    );
+    let conformance = wsp(
+        &["conformance", "--url", &url, "--filter", "WS-DISC"],
+        &[],
+        None,
+    );
+    assert!(!conformance.status.success());
+    let report = String::from_utf8_lossy(&conformance.stdout);
+    assert!(report.contains("UnknownIssuer"), "{report}");
+
+    // A --cacert file that holds no certificate is an error of its own.
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let bad = wsp(
+        &["files", "ls", "--cacert", junk.to_str().unwrap()],
+        &env,
+        None,
+    );
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("no PEM certificate"),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -307,7 +307,7 @@ async fn the_items_profile_offers_publish_to_private_agents_only() {
             "workspace_delete"
         ]
     );
-    let read = call(&client, "workspace_read", json!({"key": "recipe"})).await;
+    let read = call(&client, "workspace_read", json!({"key": "inbox/recipe"})).await;
     assert!(text(&read).contains("soup"), "{}", text(&read));
 }
 

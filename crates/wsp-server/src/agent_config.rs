@@ -15,6 +15,15 @@
 //! tool_allowlist = ["fs.read"]
 //! system_prompt_ref = "prompts/reviewer.md"   # never served
 //!
+//! [[agents.packs.agents]]
+//! id = "acme.reviewer.shared"
+//! persona = "Team Reviewer"
+//! model_class = "coding"
+//! tool_allowlist = []
+//! shared = true
+//! publish_prefix = "inbox/"                   # where publications land (the default)
+//! system_prompt_ref = "prompts/team.md"
+//!
 //! [[agents.approvals]]
 //! tenant = "t-a"
 //! workspace = "w-a"
@@ -29,7 +38,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use wsp_store::StoreFuture;
 use wsp_store::approvals::ApprovalRegistry;
-use wsp_store::shared::shared_workspace;
+use wsp_store::shared::{PublishPrefix, shared_workspace};
 use wsp_types::wire::InstallScope;
 use wsp_types::{Owner, OwnerId};
 
@@ -40,6 +49,9 @@ pub(crate) const ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$";
 
 /// An agent id: an identifier short enough that `agent-<id>` is one too.
 const AGENT_ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:-]{0,121}$";
+
+/// A publish prefix: a workspace path followed by `/` (components are checked when loading).
+const PUBLISH_PREFIX_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}/$";
 
 /// Agent packs, their agents, and which tenant and workspace approved which pack.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -122,6 +134,12 @@ pub struct AgentConfig {
     /// workspace, `user-<userId>`.
     #[serde(default)]
     pub shared: bool,
+    /// Where publications into this shared agent's workspace land: a directory written with
+    /// its final `/`, `inbox/` when absent. A publication's `targetPath` must lie under it, and
+    /// one without a `targetPath` lands at `<publish_prefix><path>`, so publishing can never
+    /// replace the agent's own files (its `AGENTS.md`, its memory). Shared agents only.
+    #[schemars(pattern(PUBLISH_PREFIX_PATTERN))]
+    pub publish_prefix: Option<String>,
     /// Where the agent's system prompt is, such as `prompts/reviewer.md`. wsp keeps it and
     /// never serves it (nor the prompt).
     #[schemars(length(min = 1))]
@@ -247,6 +265,21 @@ impl ConfigAgentRegistry {
                 if let Some(d) = &a.description {
                     problems.text(&at, "description", d);
                 }
+                let publish_prefix = match (&a.publish_prefix, a.shared) {
+                    (None, _) => PublishPrefix::default(),
+                    (Some(_), false) => {
+                        problems.add(
+                            &at,
+                            "publish_prefix is set but the agent is not shared (only shared \
+                             agents receive publications)",
+                        );
+                        PublishPrefix::default()
+                    }
+                    (Some(raw), true) => PublishPrefix::parse(raw).unwrap_or_else(|e| {
+                        problems.add(&at, format_args!("publish_prefix {raw:?}: {e}"));
+                        PublishPrefix::default()
+                    }),
+                };
                 let mut tools = BTreeSet::new();
                 for tool in &a.tool_allowlist {
                     problems.text(&at, "a tool_allowlist entry", tool);
@@ -265,6 +298,7 @@ impl ConfigAgentRegistry {
                     has_handoff_schemas: a.has_handoff_schemas,
                     description: a.description.clone(),
                     shared: a.shared,
+                    publish_prefix,
                     system_prompt_ref: a.system_prompt_ref.clone(),
                 };
                 if let Some(other) = agents.insert(a.id.clone(), agent) {
@@ -386,6 +420,7 @@ mod tests {
             model_class: "coding".into(),
             tool_allowlist: vec!["fs.read".into()],
             shared: false,
+            publish_prefix: None,
             system_prompt_ref: "prompts/reviewer.md".into(),
             description: None,
             has_handoff_schemas: false,
@@ -431,6 +466,62 @@ mod tests {
         assert_eq!(reg.approved_packs(&owner_b).await.unwrap().len(), 1);
         assert!(reg.has_pack("acme.reviewer"));
         assert_eq!(reg.configured_approvals().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn publish_prefixes_are_checked_and_default_to_the_inbox() {
+        let mut cook = agent("acme.cook");
+        cook.shared = true;
+        let mut custom = agent("acme.custom");
+        custom.shared = true;
+        custom.publish_prefix = Some("shared/from-users/".into());
+        let config = AgentsConfig {
+            install_scope: InstallScopeSetting::Host,
+            packs: vec![pack("acme.kitchen", vec![cook, custom])],
+            approvals: vec![],
+        };
+        let reg = ConfigAgentRegistry::from_config(&config).unwrap();
+        let prefix = |id: &'static str| {
+            let reg = &reg;
+            async move { reg.agent(id).await.unwrap().unwrap().publish_prefix }
+        };
+        assert_eq!(prefix("acme.cook").await.as_str(), "inbox/");
+        assert_eq!(prefix("acme.custom").await.as_str(), "shared/from-users/");
+        for (raw, shared, expected) in [
+            (
+                "inbox",
+                true,
+                "publish_prefix \"inbox\": a publish prefix is a directory",
+            ),
+            (
+                "../up/",
+                true,
+                "publish_prefix \"../up/\": a publish prefix is a workspace path",
+            ),
+            ("/abs/", true, "publish_prefix \"/abs/\""),
+            ("a//", true, "publish_prefix \"a//\""),
+            (
+                "inbox/",
+                false,
+                "publish_prefix is set but the agent is not shared",
+            ),
+        ] {
+            let mut a = agent("acme.x");
+            a.shared = shared;
+            a.publish_prefix = Some(raw.into());
+            let config = AgentsConfig {
+                install_scope: InstallScopeSetting::Host,
+                packs: vec![pack("acme.p", vec![a])],
+                approvals: vec![],
+            };
+            let err = ConfigAgentRegistry::from_config(&config).unwrap_err();
+            assert_eq!(err.problems.len(), 1, "{raw}: {err}");
+            assert!(
+                err.problems[0].starts_with("agents.packs[0].agents[0] (id \"acme.x\"): ")
+                    && err.problems[0].contains(expected),
+                "{raw}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use wsp_store::shared::shared_workspace;
+use wsp_store::shared::{PublishPrefix, shared_workspace};
 use wsp_store::{StoreError, StoreFuture};
 use wsp_types::wire::{
     AgentInventory, AgentInventoryEntry, AgentsCapability, InstallScope, ManifestRuntimeCapability,
@@ -64,6 +64,9 @@ pub struct RegisteredAgent {
     /// Whether it is shared: it works in its own workspace `agent-<id>`, not in a user's.
     /// Never served.
     pub shared: bool,
+    /// Where publications into its workspace land (a shared agent's; `inbox/` by default).
+    /// Not in the inventory; a publish refused for a `targetPath` outside it names it.
+    pub publish_prefix: PublishPrefix,
     /// Where its system prompt is. Never served.
     pub system_prompt_ref: String,
 }
@@ -237,11 +240,17 @@ async fn inventory_caller(
 }
 
 /// Whether `owner` may see `agent` under the registry's scope.
-fn visible(scope: InstallScope, approved: &BTreeSet<String>, agent: &RegisteredAgent) -> bool {
+pub(crate) fn visible(
+    scope: InstallScope,
+    approved: &BTreeSet<String>,
+    agent: &RegisteredAgent,
+) -> bool {
     scope == InstallScope::Host || approved.contains(&agent.pack_name)
 }
 
-async fn approved(
+/// The packs `owner` approved, consulted under `installScope: tenant` (none needed under
+/// `host`).
+pub(crate) async fn approved(
     registry: &dyn AgentRegistry,
     owner: &Owner,
 ) -> Result<BTreeSet<String>, ApiError> {
@@ -375,6 +384,7 @@ mod tests {
             has_handoff_schemas: false,
             description: None,
             shared,
+            publish_prefix: PublishPrefix::default(),
             system_prompt_ref: "prompts/secret.md".into(),
         }
     }

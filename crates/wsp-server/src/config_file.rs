@@ -82,6 +82,7 @@ mod tests {
             "tool_allowlist",
             "approvals",
             "value_env",
+            "publish_prefix",
         ] {
             assert!(text.contains(&format!("\"{key}\"")), "{key} missing");
         }

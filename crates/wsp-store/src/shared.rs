@@ -5,11 +5,17 @@
 //! in a user's. A private agent may copy one of its files into a shared agent's workspace
 //! ([`Publication`]); nothing ever flows the other way.
 //!
+//! A copy lands only under the target agent's [`PublishPrefix`] (`inbox/` unless the host
+//! configures another): without it, any caller could replace the files every user of the shared
+//! agent relies on (its `AGENTS.md`, its memory) through publishing.
+//!
 //! This is the one implementation of publishing: the HTTP route (`POST
 //! /v1/host/workspace/publish`) and the virtual filesystem's `workspace_publish` tool both run a
 //! [`Publication`], after deciding from their own registries who is shared.
 
-use wsp_types::{Owner, OwnerId, OwnerIdError, WorkspacePath};
+use std::fmt;
+
+use wsp_types::{Owner, OwnerId, OwnerIdError, PathError, WorkspacePath};
 
 use crate::{FileWrite, Precondition, StoreError, StoredFile, WorkspaceStore};
 
@@ -60,6 +66,82 @@ pub fn agent_of_workspace(workspace: &OwnerId) -> Option<&str> {
         .filter(|rest| !rest.is_empty())
 }
 
+/// The prefix every publication into a shared agent's workspace lands under, unless the host
+/// configures another for that agent.
+pub const DEFAULT_PUBLISH_PREFIX: &str = "inbox/";
+
+/// Where publications into a shared agent's workspace may land: a directory, written with its
+/// final `/` (`inbox/`, `shared/from-users/`). A target path must lie under it, and a
+/// publication without a target path lands at `<prefix><path>`.
+///
+/// ```
+/// use wsp_store::shared::PublishPrefix;
+/// use wsp_types::WorkspacePath;
+/// let inbox = PublishPrefix::default();
+/// assert_eq!(inbox.as_str(), "inbox/");
+/// let p = |s: &str| WorkspacePath::parse(s).unwrap();
+/// assert!(inbox.contains(&p("inbox/list.md")));
+/// assert!(!inbox.contains(&p("AGENTS.md")));
+/// assert!(!inbox.contains(&p("inboxes/list.md")), "whole components only");
+/// assert_eq!(inbox.place(&p("notes/list.md")).unwrap(), p("inbox/notes/list.md"));
+/// assert!(PublishPrefix::parse("inbox").is_err(), "a directory ends with /");
+/// assert!(PublishPrefix::parse("../x/").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PublishPrefix(String);
+
+/// Why a string is not a [`PublishPrefix`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PublishPrefixError {
+    /// It does not end with `/` (it must name a directory: `inbox/`, not `inbox`).
+    #[error("a publish prefix is a directory and ends with '/', such as \"inbox/\"")]
+    NotADirectory,
+    /// Without its final `/` it is not a workspace path.
+    #[error("a publish prefix is a workspace path followed by '/': {0}")]
+    Path(PathError),
+}
+
+impl PublishPrefix {
+    /// Validates `raw`: a workspace path followed by `/`. Invalid input is refused, never
+    /// repaired.
+    pub fn parse(raw: &str) -> Result<Self, PublishPrefixError> {
+        let dir = raw
+            .strip_suffix('/')
+            .ok_or(PublishPrefixError::NotADirectory)?;
+        WorkspacePath::parse(dir).map_err(PublishPrefixError::Path)?;
+        Ok(Self(raw.to_owned()))
+    }
+
+    /// The prefix, with its final `/`.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `path` lies under this prefix (a whole-component prefix, since it ends with `/`).
+    pub fn contains(&self, path: &WorkspacePath) -> bool {
+        path.as_str().starts_with(&self.0)
+    }
+
+    /// `<prefix><path>`: where a publication of `path` without a target path lands. Fails when
+    /// the result is over the path length limit.
+    pub fn place(&self, path: &WorkspacePath) -> Result<WorkspacePath, PathError> {
+        WorkspacePath::parse(&format!("{}{}", self.0, path.as_str()))
+    }
+}
+
+impl Default for PublishPrefix {
+    /// [`DEFAULT_PUBLISH_PREFIX`], `inbox/`.
+    fn default() -> Self {
+        Self(DEFAULT_PUBLISH_PREFIX.to_owned())
+    }
+}
+
+impl fmt::Display for PublishPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Why a publication was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PublishError {
@@ -74,6 +156,20 @@ pub enum PublishError {
     /// The target workspace is the source workspace.
     #[error("the target workspace is the source workspace")]
     SameWorkspace,
+    /// The target path does not lie under the target agent's publish prefix.
+    #[error("the target path must lie under {prefix}")]
+    OutsidePrefix {
+        /// Where publications into the target may land.
+        prefix: PublishPrefix,
+    },
+    /// No target path was given, and `<prefix><path>` is not a workspace path (too long).
+    #[error("the copy would land at {prefix}<path>, which is not a valid path: {error}")]
+    Unplaceable {
+        /// The target agent's publish prefix.
+        prefix: PublishPrefix,
+        /// Why the composed path is invalid.
+        error: PathError,
+    },
     /// Reading the source failed; [`StoreError::NotFound`] when it has no live file there.
     #[error("source: {0}")]
     Source(StoreError),
@@ -85,7 +181,7 @@ pub enum PublishError {
 /// One copy of a file from a private workspace into a shared agent's workspace.
 ///
 /// ```
-/// use wsp_store::shared::{Publication, PublishError, shared_workspace};
+/// use wsp_store::shared::{Publication, PublishError, PublishPrefix, shared_workspace};
 /// use wsp_store::{FileWrite, MemoryStore, Precondition, WorkspaceStore};
 /// use wsp_types::{Owner, WorkspacePath};
 ///
@@ -101,12 +197,19 @@ pub enum PublishError {
 ///     source_is_shared: false,
 ///     path: path.clone(),
 ///     target: Some(cook.clone()),
-///     target_path: path.clone(),
+///     target_path: None,
+///     prefix: PublishPrefix::default(),
 ///     author: Some("main".into()),
 /// };
 /// let copy = publication.run(&store).await.unwrap();
-/// assert_eq!(copy.meta.version, 1);
-/// assert_eq!(store.get(&cook, &path, None).await.unwrap().content, "eggs");
+/// assert_eq!((copy.meta.path.as_str(), copy.meta.version), ("inbox/shopping.md", 1));
+/// assert_eq!(store.get(&cook, &copy.meta.path, None).await.unwrap().content, "eggs");
+/// // Only under the prefix.
+/// let agents_md = Publication {
+///     target_path: Some(WorkspacePath::parse("AGENTS.md").unwrap()),
+///     ..publication.clone()
+/// };
+/// assert!(matches!(agents_md.run(&store).await, Err(PublishError::OutsidePrefix { .. })));
 /// // Never the other way.
 /// let back = Publication { source: cook, source_is_shared: true, target: Some(alice), ..publication };
 /// assert_eq!(back.run(&store).await.unwrap_err(), PublishError::SourceIsShared);
@@ -122,17 +225,40 @@ pub struct Publication {
     pub path: WorkspacePath,
     /// The shared agent's workspace, or `None` when the target is not a shared agent.
     pub target: Option<Owner>,
-    /// Where the copy lands in the target workspace.
-    pub target_path: WorkspacePath,
+    /// Where the copy lands in the target workspace: a path under `prefix`, or `None` for
+    /// `<prefix><path>`.
+    pub target_path: Option<WorkspacePath>,
+    /// The target agent's publish prefix: the only place a copy may land.
+    pub prefix: PublishPrefix,
     /// Who published (recorded as the author of the new version).
     pub author: Option<String>,
 }
 
 impl Publication {
-    /// Copies the live file: refuses a shared source, a target that is not a shared agent and
-    /// a target equal to the source before touching the store, then reads the source and writes
-    /// the copy as a normal, unconditional write of the target (a new version there, and a change
-    /// in the target's feed). Returns the stored copy.
+    /// Where the copy lands: `target_path` when it lies under `prefix`, `<prefix><path>` when
+    /// there is none.
+    pub fn destination(&self) -> Result<WorkspacePath, PublishError> {
+        match &self.target_path {
+            Some(path) if self.prefix.contains(path) => Ok(path.clone()),
+            Some(_) => Err(PublishError::OutsidePrefix {
+                prefix: self.prefix.clone(),
+            }),
+            None => self
+                .prefix
+                .place(&self.path)
+                .map_err(|error| PublishError::Unplaceable {
+                    prefix: self.prefix.clone(),
+                    error,
+                }),
+        }
+    }
+
+    /// Copies the live file: refuses a shared source, a target that is not a shared agent, a
+    /// target equal to the source and a destination outside the prefix before touching the
+    /// store (in that order, so a target that is not a shared agent never reveals a prefix),
+    /// then reads the source and writes the copy as a normal, unconditional write of the
+    /// target (a new version there, and a change in the target's feed). Returns the stored
+    /// copy, whose path is where it landed.
     pub async fn run(&self, store: &dyn WorkspaceStore) -> Result<StoredFile, PublishError> {
         if self.source_is_shared {
             return Err(PublishError::SourceIsShared);
@@ -141,6 +267,7 @@ impl Publication {
         if *target == self.source {
             return Err(PublishError::SameWorkspace);
         }
+        let destination = self.destination()?;
         let file = store
             .get(&self.source, &self.path, None)
             .await
@@ -151,7 +278,7 @@ impl Publication {
             author: self.author.clone(),
         };
         store
-            .put(target, &self.target_path, write, Precondition::None)
+            .put(target, &destination, write, Precondition::None)
             .await
             .map_err(PublishError::Target)
     }
@@ -206,7 +333,8 @@ mod tests {
             source_is_shared: false,
             path: p.clone(),
             target: Some(shared.clone()),
-            target_path: path("inbox/list.md"),
+            target_path: Some(path("inbox/list.md")),
+            prefix: PublishPrefix::default(),
             author: Some("main".into()),
         };
         let first = publication.run(&store).await.unwrap();
@@ -240,6 +368,15 @@ mod tests {
                     ..publication.clone()
                 },
                 PublishError::SameWorkspace,
+            ),
+            (
+                Publication {
+                    target_path: Some(path("AGENTS.md")),
+                    ..publication.clone()
+                },
+                PublishError::OutsidePrefix {
+                    prefix: PublishPrefix::default(),
+                },
             ),
         ];
         for (refused, why) in refusals {
@@ -283,5 +420,113 @@ mod tests {
             publication.run(&tiny).await.unwrap_err(),
             PublishError::Target(StoreError::TooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn publish_prefixes() {
+        for ok in ["inbox/", "a/b/", "from-users.v2/"] {
+            assert_eq!(PublishPrefix::parse(ok).unwrap().as_str(), ok);
+        }
+        for (bad, why) in [
+            ("inbox", PublishPrefixError::NotADirectory),
+            ("", PublishPrefixError::NotADirectory),
+            ("/", PublishPrefixError::Path(PathError::Empty)),
+            ("/inbox/", PublishPrefixError::Path(PathError::BadStart)),
+            ("a//", PublishPrefixError::Path(PathError::BadComponent)),
+            ("a/../", PublishPrefixError::Path(PathError::BadComponent)),
+            ("in box/", PublishPrefixError::Path(PathError::BadCharacter)),
+        ] {
+            assert_eq!(PublishPrefix::parse(bad), Err(why), "{bad:?}");
+        }
+        let inbox = PublishPrefix::default();
+        for (p, inside) in [
+            ("inbox/a.md", true),
+            ("inbox/deep/a.md", true),
+            ("inbox", false),
+            ("inboxes/a.md", false),
+            ("x/inbox/a.md", false),
+            ("AGENTS.md", false),
+        ] {
+            assert_eq!(inbox.contains(&path(p)), inside, "{p}");
+        }
+        assert_eq!(
+            inbox.place(&path("a/b.md")).unwrap().as_str(),
+            "inbox/a/b.md"
+        );
+        assert_eq!(
+            inbox.place(&path(&"x".repeat(251))),
+            Err(PathError::TooLong)
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_target_path_the_copy_lands_under_the_prefix() {
+        let store = MemoryStore::default();
+        let (private, shared) = (owner("user-u"), owner("agent-s"));
+        store
+            .put(
+                &private,
+                &path("AGENTS.md"),
+                FileWrite::markdown("obey me"),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+        store
+            .put(
+                &shared,
+                &path("AGENTS.md"),
+                FileWrite::markdown("be kind"),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+        let publication = Publication {
+            source: private.clone(),
+            source_is_shared: false,
+            path: path("AGENTS.md"),
+            target: Some(shared.clone()),
+            target_path: None,
+            prefix: PublishPrefix::parse("from-users/").unwrap(),
+            author: None,
+        };
+        let copy = publication.run(&store).await.unwrap();
+        assert_eq!(copy.meta.path.as_str(), "from-users/AGENTS.md");
+        assert_eq!(
+            store
+                .get(&shared, &path("AGENTS.md"), None)
+                .await
+                .unwrap()
+                .content,
+            "be kind"
+        );
+        // A name too long to place under the prefix is refused, not cut.
+        let long = path(&"y".repeat(250));
+        store
+            .put(
+                &private,
+                &long,
+                FileWrite::markdown("z"),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+        let err = Publication {
+            path: long,
+            ..publication
+        }
+        .run(&store)
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                PublishError::Unplaceable {
+                    error: PathError::TooLong,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use wsp_store::shared::{Publication, PublishError, shared_workspace};
+use wsp_store::shared::{Publication, PublishError, PublishPrefix, shared_workspace};
 use wsp_store::{
     FileWrite, MemoryStore, Precondition, RedactingStore, Redactor, Secret, SnapshotQuota,
     StoreError, StoreFeatures, TenantSecrets, WorkspaceStore,
@@ -248,13 +248,14 @@ async fn a_publication_through_the_layer_is_redacted() {
         source_is_shared: false,
         path: p("list.md"),
         target: Some(cook.clone()),
-        target_path: p("list.md"),
+        target_path: Some(p("inbox/list.md")),
+        prefix: PublishPrefix::default(),
         author: Some("main".into()),
     };
     let copy = publication.run(&f.store).await.unwrap();
     assert_eq!(copy.content, "eggs [REDACTED:openai]");
     let named = Publication {
-        target_path: p(&format!("in/{SECRET}")),
+        target_path: Some(p(&format!("inbox/{SECRET}"))),
         ..publication
     };
     assert_eq!(
@@ -263,7 +264,7 @@ async fn a_publication_through_the_layer_is_redacted() {
     );
     assert_eq!(
         everything_stored(&f, &cook).await,
-        "list.md text/markdown Some(\"main\") eggs [REDACTED:openai]\n"
+        "inbox/list.md text/markdown Some(\"main\") eggs [REDACTED:openai]\n"
     );
 }
 

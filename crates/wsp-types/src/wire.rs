@@ -204,7 +204,7 @@ pub struct PublishRequest {
     /// The shared agent whose workspace receives the copy.
     #[serde(rename = "targetAgentId")]
     pub target_agent_id: ::std::string::String,
-    /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component. Where the copy lands in the target workspace; the source path when absent.
+    /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component. Where the copy lands in the target workspace: it must lie under the target agent's publish prefix (`inbox/` unless the host configures another), else `403 forbidden` with `details.allowedPrefix`. When absent, the copy lands at `<prefix><path>`, such as `inbox/shopping-list.md`.
     #[serde(
         rename = "targetPath",
         skip_serializing_if = "::std::option::Option::is_none"

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use wsp_store::shared::{Publication, PublishError};
+use wsp_store::shared::{Publication, PublishError, PublishPrefix};
 use wsp_store::{FileWrite, Precondition, StoreError, WorkspaceStore};
 use wsp_types::{Owner, OwnerId, OwnerIdError, WorkspacePath, WorkspacePrefix};
 
@@ -119,6 +119,13 @@ pub trait SharedAgents: Send + Sync {
 
     /// Whether at least one shared agent exists; `workspace_publish` is offered only then.
     fn any(&self) -> bool;
+
+    /// Where publications into `agent_id`'s workspace land (default `inbox/`): a `target_key`
+    /// must lie under it, and a publication without one lands at `<prefix><key>`.
+    fn publish_prefix(&self, agent_id: &str) -> PublishPrefix {
+        let _ = agent_id;
+        PublishPrefix::default()
+    }
 }
 
 /// A fixed set of shared agents of one tenant, for tests and static configurations.
@@ -236,8 +243,9 @@ impl ItemToolName {
             Self::Publish => (
                 "Publish an item to a shared agent",
                 "Copy an item from your workspace into the workspace of a shared agent (one way: the shared agent \
-                 sees the copy, never your workspace). `target_key` defaults to the same key; an item already \
-                 there under that key is replaced.",
+                 sees the copy, never your workspace). Copies land in the shared agent's inbox: without \
+                 `target_key` at `inbox/<key>`; a `target_key` must start with `inbox/`. An item already there \
+                 under that key is replaced.",
                 input_schema::<PublishArgs>(),
                 writes,
             ),
@@ -283,7 +291,7 @@ pub struct PublishArgs {
     pub key: String,
     /// The id of the shared agent to publish to.
     pub target_agent_id: String,
-    /// The key in the shared agent's workspace (default: the same key).
+    /// The key in the shared agent's workspace, under its inbox (default: `inbox/<key>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_key: Option<String>,
 }
@@ -392,7 +400,9 @@ fn content_type_of(value: &str) -> &'static str {
 }
 
 /// Copies the item `key` of `publisher`'s home into the workspace of the shared agent
-/// `target_agent_id`, under `target_key` (default `key`), replacing what is there.
+/// `target_agent_id`, under `target_key` (default `<prefix><key>`, the prefix being
+/// [`SharedAgents::publish_prefix`]), replacing what is there. A `target_key` outside the
+/// prefix is refused.
 ///
 /// The one implementation of publishing, for the items profile and for HTTP hosts alike. It
 /// refuses, before touching the store, a shared publisher (publishing goes one way only) and a
@@ -409,7 +419,7 @@ pub async fn publish_item(
         ));
     }
     let key = item_key(&args.key)?;
-    let target_key = item_key(args.target_key.as_deref().unwrap_or(&args.key))?;
+    let target_key = args.target_key.as_deref().map(item_key).transpose()?;
     let target = shared.workspace_of(&args.target_agent_id).ok_or_else(|| {
         VfsError::new(
             ErrorCode::NotFound,
@@ -425,23 +435,35 @@ pub async fn publish_item(
         source_is_shared: false,
         path: key.clone(),
         target: Some(target),
-        target_path: target_key.clone(),
+        target_path: target_key,
+        prefix: shared.publish_prefix(&args.target_agent_id),
         author: Some(publisher.agent_id.to_string()),
     };
-    publication.run(store).await.map_err(|e| match e {
+    let landed = publication.destination();
+    let copy = publication.run(store).await.map_err(|e| match e {
         PublishError::SameWorkspace => VfsError::invalid_argument(
             "the target is your own workspace; publish to a shared agent's workspace",
         ),
         PublishError::SourceIsShared | PublishError::TargetNotShared => VfsError::denied(
             "publishing goes one way, from a private workspace into a shared agent's",
         ),
+        PublishError::OutsidePrefix { prefix } => VfsError::denied(format!(
+            "target_key must start with {prefix}: copies land only in the shared agent's {prefix}; \
+             use a key under {prefix} or leave target_key out"
+        )),
+        PublishError::Unplaceable { prefix, .. } => VfsError::invalid_argument(format!(
+            "{prefix}{key} would be longer than a key may be; pass a shorter target_key under {prefix}"
+        )),
         PublishError::Source(e) => store_error(e, key.as_str()),
-        PublishError::Target(e) => store_error(e, target_key.as_str()),
+        PublishError::Target(e) => store_error(
+            e,
+            landed.as_ref().map_or(key.as_str(), WorkspacePath::as_str),
+        ),
     })?;
     Ok(ItemChanged {
         summary: format!(
-            "published {key} to shared agent {} as {target_key}",
-            args.target_agent_id
+            "published {key} to shared agent {} as {}",
+            args.target_agent_id, copy.meta.path
         ),
     })
 }

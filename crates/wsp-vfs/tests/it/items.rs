@@ -159,11 +159,11 @@ async fn publish_goes_one_way_into_a_shared_agent() {
         .unwrap();
     assert_eq!(
         out.text,
-        "published shopping to shared agent cook as shopping\n"
+        "published shopping to shared agent cook as inbox/shopping\n"
     );
     main.call(
         "workspace_publish",
-        json!({"key": "shopping", "target_agent_id": "cook", "target_key": "lists/week"}),
+        json!({"key": "shopping", "target_agent_id": "cook", "target_key": "inbox/lists/week"}),
     )
     .await
     .unwrap();
@@ -172,7 +172,7 @@ async fn publish_goes_one_way_into_a_shared_agent() {
     let keys: Vec<&str> = seen.items.iter().map(|i| i.key.as_str()).collect();
     assert_eq!(
         keys,
-        ["lists/week", "shopping"],
+        ["inbox/lists/week", "inbox/shopping"],
         "only what was published, never the diary"
     );
     assert_eq!(seen.items[0].created_by.as_deref(), Some("main"));
@@ -210,7 +210,7 @@ async fn publish_goes_one_way_into_a_shared_agent() {
         assert_eq!(err.code, code, "{target} {key}");
     }
     // Changing the published copy does not touch the original.
-    cook.write("shopping", "milk, eggs, flour".into())
+    cook.write("inbox/shopping", "milk, eggs, flour".into())
         .await
         .unwrap();
     assert_eq!(main.read("shopping").await.unwrap().value, "milk, eggs");

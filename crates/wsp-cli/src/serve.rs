@@ -114,6 +114,13 @@ pub struct ServeArgs {
     /// is forgotten (404).
     #[arg(long, default_value_t = 604_800, value_parser = clap::value_parser!(u64).range(1..=315_360_000))]
     run_retention: u64,
+    /// Most open runs per workspace; the next `POST /v1/runs` is answered 429 until one ends.
+    #[arg(long, default_value_t = ServerConfig::default().max_open_runs, value_parser = clap::value_parser!(u64).range(1..))]
+    max_open_runs: u64,
+    /// Most bytes of old versions a workspace's open runs may keep from pruning; above it,
+    /// new runs are answered 429 (writes still succeed) until runs end.
+    #[arg(long, default_value_t = ServerConfig::default().max_pinned_bytes)]
+    max_pinned_bytes: u64,
     #[command(flatten)]
     conn: crate::conn::ConnArgs,
 }
@@ -193,6 +200,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         test_seams: args.enable_test_seams,
         run_ttl: std::time::Duration::from_secs(args.run_ttl),
         ended_run_retention: std::time::Duration::from_secs(args.run_retention),
+        max_open_runs: args.max_open_runs,
+        max_pinned_bytes: args.max_pinned_bytes,
     };
     let state = AppState::with_secrets(
         store,

@@ -102,6 +102,8 @@ pub fn discovery(
             events: features.change_feed,
             history: true,
             runs: features.snapshots,
+            max_open_runs: NonZeroU64::new(config.max_open_runs).filter(|_| features.snapshots),
+            max_pinned_bytes: features.snapshots.then_some(config.max_pinned_bytes),
         }),
     })
 }

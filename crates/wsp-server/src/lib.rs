@@ -74,16 +74,26 @@ pub struct ServerConfig {
     /// How long the record of an ended run is kept (`GET /v1/runs/{runId}` answers its status);
     /// after that the run is unknown (404).
     pub ended_run_retention: std::time::Duration,
+    /// Most open runs per workspace (`{tenant, workspace}`); the next `POST /v1/runs` is
+    /// answered 429 `rate_limited` with `details.limit = maxOpenRuns`.
+    pub max_open_runs: u64,
+    /// Most bytes of old versions that a workspace's open runs may keep from pruning; while
+    /// they keep more, `POST /v1/runs` is answered 429 with `details.limit = maxPinnedBytes`
+    /// (writes still succeed).
+    pub max_pinned_bytes: u64,
 }
 
 impl Default for ServerConfig {
-    /// Workspace on, no test seams, runs live one hour, ended runs are remembered for a week.
+    /// Workspace on, no test seams, runs live one hour, ended runs are remembered for a week,
+    /// at most 64 open runs per workspace keeping at most 256 MiB of old versions.
     fn default() -> Self {
         Self {
             workspace_enabled: true,
             test_seams: false,
             run_ttl: std::time::Duration::from_secs(3600),
             ended_run_retention: std::time::Duration::from_secs(7 * 24 * 3600),
+            max_open_runs: 64,
+            max_pinned_bytes: 256 * 1024 * 1024,
         }
     }
 }

@@ -1,5 +1,10 @@
 //! Runs (RFC 0059 §D, WIRE.md §6): a run is a pinned, immutable snapshot of the caller's
 //! workspace for an agent loop that runs elsewhere.
+//!
+//! Runs are bounded per workspace: at most [`ServerConfig::max_open_runs`](crate::ServerConfig)
+//! open, and while the open ones keep more than `max_pinned_bytes` of old versions from
+//! pruning, no new one starts (429 `rate_limited`). Without the bounds, a run between every
+//! two writes would keep every version whatever `maxVersions` says.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -8,7 +13,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
-use wsp_store::{SnapshotInfo, StoreError};
+use wsp_store::{QuotaExceeded, SnapshotInfo, SnapshotQuota, StoreError};
 use wsp_types::wire::{Run, RunCreate, RunCreated, RunOwner, RunStatus, RunWorkspaceEntry};
 use wsp_types::{ErrorCode, Owner, Scope, WorkspacePrefix};
 
@@ -237,6 +242,46 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response {
     resp
 }
 
+/// The bounds on a workspace's open runs: `maxOpenRuns` of them, keeping at most
+/// `maxPinnedBytes` of old versions from pruning. Checked by the store in the transaction that
+/// takes the snapshot, so racing requests (on any replica) never open more than the cap.
+fn run_quota(config: &crate::ServerConfig) -> SnapshotQuota {
+    SnapshotQuota {
+        max_open: config.max_open_runs,
+        max_pinned_bytes: config.max_pinned_bytes,
+    }
+}
+
+/// 429 `rate_limited` naming the limit (`details.limit`), its value (`details.max`) and where
+/// the workspace stands (`details.current`).
+fn quota_exceeded(refused: QuotaExceeded) -> ApiError {
+    let (limit, max, current, message) = match refused {
+        QuotaExceeded::OpenSnapshots { open, max } => (
+            "maxOpenRuns",
+            max,
+            open,
+            format!(
+                "this workspace has {open} open runs, its limit (maxOpenRuns {max}); end one \
+                 (POST /v1/runs/{{runId}}/cancel) or wait for one to complete"
+            ),
+        ),
+        QuotaExceeded::PinnedBytes { pinned, max } => (
+            "maxPinnedBytes",
+            max,
+            pinned,
+            format!(
+                "this workspace's open runs keep {pinned} bytes of old versions from pruning, \
+                 over its quota (maxPinnedBytes {max}); end a run (POST \
+                 /v1/runs/{{runId}}/cancel) before starting another; writes are not affected"
+            ),
+        ),
+    };
+    ApiError::new(ErrorCode::RateLimited, message)
+        .with_detail("limit", limit)
+        .with_detail("max", max)
+        .with_detail("current", current)
+}
+
 /// `POST /v1/runs`: takes the snapshot now.
 #[utoipa::path(
     post,
@@ -252,6 +297,7 @@ fn json(status: StatusCode, value: &impl Serialize) -> Response {
         (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
         (status = 403, description = "The credential lacks `runs:create` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
         (status = 415, description = "The body is not `application/json`.", body = ref("#/components/schemas/ErrorEnvelope")),
+        (status = 429, description = "The workspace has `maxOpenRuns` open runs, or its open runs keep more than `maxPinnedBytes` of old versions from pruning (`rate_limited`; `details.limit` names which, `details.max` its value, `details.current` where the workspace stands). End a run and retry; writes are never refused for it.", body = ref("#/components/schemas/ErrorEnvelope")),
         (status = 501, description = "The host's store has no snapshots (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
@@ -276,9 +322,10 @@ pub async fn create(
     let info = state
         .inner
         .store
-        .snapshot(&caller.owner, &label)
+        .snapshot_within(&caller.owner, &label, run_quota(&state.inner.config))
         .await
-        .map_err(|e| ApiError::from_store(e, "runs"))?;
+        .map_err(|e| ApiError::from_store(e, "runs"))?
+        .map_err(quota_exceeded)?;
     let status_url = format!("{RUNS}{}", info.id);
     let created = RunCreated {
         events_url: format!("/v1/host/workspace/events?since={}", info.seq),

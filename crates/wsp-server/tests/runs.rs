@@ -499,3 +499,173 @@ async fn a_stalled_reader_never_holds_up_writers() {
         assert_eq!(next_update(&mut stalled).await.sequence.get(), expected);
     }
 }
+
+/// `POST /v1/runs` with `key`: the status and the JSON body.
+async fn post_run(s: &support::TestServer, key: &str) -> (u16, Value) {
+    let resp = reqwest::Client::new()
+        .post(s.url("/v1/runs"))
+        .bearer_auth(key)
+        .json(&json!({"workflowId": "w"}))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+/// Asserts a 429 naming `limit`, its value and where the workspace stands.
+fn assert_refused(answer: &(u16, Value), limit: &str, max: u64, current: u64) {
+    let (status, body) = answer;
+    assert_eq!(*status, 429, "{body}");
+    assert_eq!(body["error"], "rate_limited", "{body}");
+    assert_eq!(body["details"]["limit"], limit, "{body}");
+    assert_eq!(body["details"]["max"], max, "{body}");
+    assert_eq!(body["details"]["current"], current, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains(limit), "{message}");
+    let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        ["details", "error", "message"],
+        "the envelope and nothing else"
+    );
+}
+
+#[tokio::test]
+async fn open_runs_are_capped_at_64_per_workspace_by_default() {
+    let s = start().await;
+    let a = s.a();
+    for _ in 0..64 {
+        a.create_run("w").await.unwrap();
+    }
+    assert_refused(&post_run(&s, &s.key_a).await, "maxOpenRuns", 64, 64);
+}
+
+#[tokio::test]
+async fn open_runs_are_capped_per_workspace() {
+    let s = start_with(Options {
+        config: ServerConfig {
+            max_open_runs: 3,
+            ..ServerConfig::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let a = s.a();
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        runs.push(a.create_run("w").await.unwrap());
+    }
+    assert_refused(&post_run(&s, &s.key_a).await, "maxOpenRuns", 3, 3);
+    // The refusal took nothing, and asking again changes nothing.
+    assert_refused(&post_run(&s, &s.key_a).await, "maxOpenRuns", 3, 3);
+    // Another workspace is not held back.
+    s.b().create_run("w").await.unwrap();
+    // Ending a run frees its place; an ended run never counts again.
+    a.cancel_run(&runs[0].run_id).await.unwrap();
+    a.create_run("w").await.unwrap();
+    assert_refused(&post_run(&s, &s.key_a).await, "maxOpenRuns", 3, 3);
+    for run in &runs[1..] {
+        assert_eq!(
+            a.get_run(&run.run_id).await.unwrap().status,
+            RunStatus::Running
+        );
+    }
+}
+
+#[tokio::test]
+async fn racing_run_creations_never_exceed_the_cap() {
+    let s = Arc::new(
+        start_with(Options {
+            config: ServerConfig {
+                max_open_runs: 4,
+                ..ServerConfig::default()
+            },
+            ..Options::default()
+        })
+        .await,
+    );
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let s = s.clone();
+        tasks.spawn(async move { post_run(&s, &s.key_a).await.0 });
+    }
+    let mut statuses = Vec::new();
+    while let Some(status) = tasks.join_next().await {
+        statuses.push(status.unwrap());
+    }
+    statuses.sort_unstable();
+    let mut expected = vec![201; 4];
+    expected.extend([429; 16]);
+    assert_eq!(statuses, expected);
+}
+
+#[tokio::test]
+async fn runs_that_keep_too_many_old_bytes_refuse_new_runs_not_writes() {
+    let s = start_with(Options {
+        limits: Limits {
+            max_file_bytes: 1024,
+            max_files: 10,
+            max_versions: 1,
+        },
+        config: ServerConfig {
+            max_pinned_bytes: 2000,
+            ..ServerConfig::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let a = s.a();
+    let thousand = "k".repeat(1000);
+    let big = p("big.md");
+    let write = || a.put(&big, &thousand, PutOptions::default());
+    write().await.unwrap();
+    let first = a.create_run("w").await.unwrap();
+    write().await.unwrap();
+    // The first run keeps version 1 (1000 bytes), which history alone would have dropped.
+    let second = a.create_run("w").await.unwrap();
+    write().await.unwrap();
+    // 2000 bytes kept: at the quota, not over it.
+    a.create_run("w").await.unwrap();
+    write().await.unwrap();
+    assert_refused(&post_run(&s, &s.key_a).await, "maxPinnedBytes", 2000, 3000);
+    // Writes are never refused for it, and a write adds nothing more to keep.
+    write().await.unwrap();
+    assert_refused(&post_run(&s, &s.key_a).await, "maxPinnedBytes", 2000, 3000);
+    // Ending a run frees what only it kept.
+    a.cancel_run(&second.run_id).await.unwrap();
+    a.create_run("w").await.unwrap();
+    // What a run sees is still there.
+    assert_eq!(
+        a.get_run_file(&first.run_id, &p("big.md"))
+            .await
+            .unwrap()
+            .version
+            .get(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn discovery_advertises_the_run_limits() {
+    let s = start_with(Options {
+        config: ServerConfig {
+            max_open_runs: 7,
+            max_pinned_bytes: 12_345,
+            ..ServerConfig::default()
+        },
+        ..Options::default()
+    })
+    .await;
+    let doc: Value = reqwest::get(s.url("/.well-known/openwop"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["wsp"]["runs"], true);
+    assert_eq!(doc["wsp"]["maxOpenRuns"], 7);
+    assert_eq!(doc["wsp"]["maxPinnedBytes"], 12_345);
+    // The OpenWOP blocks keep exactly their keys.
+    assert_eq!(doc["workspace"].as_object().unwrap().len(), 5);
+}

@@ -536,6 +536,18 @@ pub struct WspExtensions {
     pub events: bool,
     /// `GET /v1/host/workspace/history/{path}`: the retained versions of a file.
     pub history: bool,
+    /// Most open runs per workspace (present when `runs` is true); the next `POST /v1/runs` is answered `429 rate_limited` with `details.limit = maxOpenRuns` until one ends.
+    #[serde(
+        rename = "maxOpenRuns",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub max_open_runs: ::std::option::Option<::std::num::NonZeroU64>,
+    /// Most bytes of old versions that a workspace's open runs may keep from pruning (present when `runs` is true); while they keep more, `POST /v1/runs` is answered `429 rate_limited` with `details.limit = maxPinnedBytes`. Writes are never refused for it.
+    #[serde(
+        rename = "maxPinnedBytes",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub max_pinned_bytes: ::std::option::Option<u64>,
     /// `POST /v1/runs` and the run snapshot reads `GET /v1/runs/{runId}/workspace/files[/{path}]` (RFC 0059 section D).
     pub runs: bool,
 }

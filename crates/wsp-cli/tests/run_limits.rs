@@ -1,0 +1,299 @@
+//! `wsp serve --max-open-runs / --max-pinned-bytes`: open runs are bounded on every backend,
+//! so runs taken between big writes can no longer grow the store without limit.
+//!
+//! The PostgreSQL test needs `WSP_TEST_POSTGRES_URL`; without it the test fails and says why,
+//! unless `WSP_SKIP_POSTGRES=1` is set, in which case it prints loudly that it did not run.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+const MIB: u64 = 1024 * 1024;
+
+/// A running `wsp serve`, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    first_key: Option<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[expect(
+    clippy::zombie_processes,
+    reason = "Server's Drop kills and waits for the child"
+)]
+fn serve(data: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(WSP)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .args(extra)
+        .env("WSP_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("wsp starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut first_key = None;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "wsp serve did not start");
+        let line = lines
+            .next()
+            .expect("wsp serve reports its address")
+            .unwrap();
+        if line.starts_with("wsp_") {
+            first_key = Some(line.clone());
+        }
+        if let Some(rest) = line.strip_prefix("wsp listening on ") {
+            let url = rest.split_whitespace().next().unwrap().to_owned();
+            // Keep draining stdout so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return Server {
+                child,
+                url,
+                first_key,
+            };
+        }
+    }
+}
+
+/// Stops the server with SIGTERM and waits: SQLite checkpoints its WAL into the file on close.
+fn stop(mut server: Server) {
+    let pid = server.child.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(sent.success());
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "wsp serve stops cleanly: {status}");
+}
+
+/// `POST /v1/runs`: the status and the body.
+async fn start_run(http: &reqwest::Client, url: &str, key: &str) -> (u16, Value) {
+    let resp = http
+        .post(format!("{url}/v1/runs"))
+        .bearer_auth(key)
+        .json(&json!({"workflowId": "loop"}))
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+/// `PUT` of `content` at `path`: the status.
+async fn write(http: &reqwest::Client, url: &str, key: &str, path: &str, content: &str) -> u16 {
+    http.put(format!("{url}/v1/host/workspace/files/{path}"))
+        .bearer_auth(key)
+        .json(&json!({ "content": content }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The bytes the store takes on disk: the database file and its WAL.
+fn stored_bytes(data: &Path) -> u64 {
+    ["wsp.sqlite3", "wsp.sqlite3-wal"]
+        .iter()
+        .map(|f| std::fs::metadata(data.join(f)).map_or(0, |m| m.len()))
+        .sum()
+}
+
+/// The reproduction: with `--max-versions 5`, 200 runs each followed by a 1 MiB write of the
+/// same file used to keep every version (the file grew by about 200 MiB). Now, once the open runs
+/// keep more than `--max-pinned-bytes`, new runs are refused (429) while every write succeeds,
+/// and the file stays within the quota, the history and one run's worth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_between_big_writes_stay_within_the_quota_on_sqlite() {
+    let data = tempfile::tempdir().unwrap();
+    let quota = 16 * MIB;
+    let server = serve(
+        data.path(),
+        &[
+            "--max-versions",
+            "5",
+            "--max-pinned-bytes",
+            &quota.to_string(),
+        ],
+    );
+    let key = server.first_key.clone().unwrap();
+    let http = reqwest::Client::new();
+    let big = "m".repeat(MIB as usize);
+    assert_eq!(write(&http, &server.url, &key, "big.md", &big).await, 200);
+    let before = stored_bytes(data.path());
+    let (mut started, mut refused) = (0, 0);
+    for _ in 0..200 {
+        let (status, body) = start_run(&http, &server.url, &key).await;
+        match status {
+            201 => started += 1,
+            429 => {
+                assert_eq!(body["details"]["limit"], "maxPinnedBytes", "{body}");
+                assert!(body["details"]["current"].as_u64().unwrap() > quota);
+                refused += 1;
+            }
+            other => panic!("POST /v1/runs answered {other}: {body}"),
+        }
+        assert_eq!(
+            write(&http, &server.url, &key, "big.md", &big).await,
+            200,
+            "writes are never refused for the quota"
+        );
+    }
+    // Run i sees version i; once a run's version leaves the five that history keeps anyway,
+    // it is pinned (1 MiB). Run i starts while the i - 5 pinned MiB are within the quota: the
+    // quota in MiB plus the history window.
+    assert_eq!(started, quota / MIB + 5, "runs started");
+    assert_eq!(started + refused, 200);
+    stop(server);
+    let grown = stored_bytes(data.path()).saturating_sub(before);
+    // The quota, the one run admitted at its edge, five versions of history, and room for
+    // SQLite's page and free-list overhead; without the quota this was about 200 MiB.
+    let bound = quota + MIB + 5 * MIB + 16 * MIB;
+    eprintln!(
+        "{started} runs started, the store grew by {} KiB",
+        grown / 1024
+    );
+    assert!(
+        grown <= bound,
+        "the store grew by {} MiB, over {} MiB",
+        grown / MIB,
+        bound / MIB
+    );
+}
+
+/// The open-run cap on the in-memory store, set by flag and advertised in discovery.
+#[tokio::test]
+async fn the_open_run_cap_is_a_flag_and_is_advertised() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(
+        data.path(),
+        &[
+            "--store",
+            "memory",
+            "--max-open-runs",
+            "3",
+            "--max-pinned-bytes",
+            "1000",
+        ],
+    );
+    let key = server.first_key.clone().unwrap();
+    let http = reqwest::Client::new();
+    let doc: Value = http
+        .get(format!("{}/.well-known/openwop", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(doc["wsp"]["maxOpenRuns"], 3);
+    assert_eq!(doc["wsp"]["maxPinnedBytes"], 1000);
+    for _ in 0..3 {
+        assert_eq!(start_run(&http, &server.url, &key).await.0, 201);
+    }
+    let (status, body) = start_run(&http, &server.url, &key).await;
+    assert_eq!((status, &body["error"]), (429, &json!("rate_limited")));
+    assert_eq!(body["details"]["limit"], "maxOpenRuns");
+    assert_eq!(body["details"]["max"], 3);
+    // Bad values are refused at start.
+    let out = Command::new(WSP)
+        .args(["serve", "--max-open-runs", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+fn database_url() -> Option<String> {
+    match std::env::var("WSP_TEST_POSTGRES_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ if std::env::var("WSP_SKIP_POSTGRES").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED: PostgreSQL tests not run (WSP_SKIP_POSTGRES=1)");
+            None
+        }
+        _ => panic!(
+            "WSP_TEST_POSTGRES_URL is not set: this test needs PostgreSQL \
+             (e.g. postgres://postgres@127.0.0.1:5432/test); set WSP_SKIP_POSTGRES=1 to skip it"
+        ),
+    }
+}
+
+/// Three replicas on one PostgreSQL schema, 30 `POST /v1/runs` racing through all of them:
+/// the cap is kept by the database, so exactly `--max-open-runs` start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replicas_racing_to_start_runs_never_exceed_the_cap() {
+    let Some(db) = database_url() else {
+        return;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let schema = format!("wsp_runs_{}_{}", std::process::id(), nanos % 1_000_000_000);
+    let out = Command::new(WSP)
+        .args(["keys", "create", "--store", &db, "--pg-schema", &schema])
+        .args(["--tenant", "t", "--workspace", "w"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
+    let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let replicas: Vec<Server> = dirs
+        .iter()
+        .map(|d| {
+            serve(
+                d.path(),
+                &[
+                    "--store",
+                    &db,
+                    "--pg-schema",
+                    &schema,
+                    "--max-open-runs",
+                    "5",
+                ],
+            )
+        })
+        .collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..30 {
+        let (url, key) = (replicas[i % 3].url.clone(), key.clone());
+        tasks.spawn(async move { start_run(&reqwest::Client::new(), &url, &key).await });
+    }
+    let mut started = 0;
+    while let Some(answer) = tasks.join_next().await {
+        let (status, body) = answer.unwrap();
+        match status {
+            201 => started += 1,
+            429 => assert_eq!(body["details"]["limit"], "maxOpenRuns", "{body}"),
+            other => panic!("POST /v1/runs answered {other}: {body}"),
+        }
+    }
+    assert_eq!(started, 5, "exactly the cap, across replicas");
+    drop(replicas);
+    let (client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
+}

@@ -4,6 +4,7 @@
 //! prints; it holds no protocol logic of its own.
 
 mod agents;
+mod backup;
 mod config;
 mod conn;
 mod context;
@@ -44,6 +45,10 @@ enum Command {
     Conformance(wsp_conformance::ConformanceArgs),
     /// Serve the agent's virtual filesystem (or its keyed items) as an MCP server.
     Mcp(mcp::McpArgs),
+    /// Copy a SQLite data directory consistently, while the server runs.
+    Backup(backup::BackupArgs),
+    /// Put a `wsp backup` into a data directory no server has open.
+    Restore(backup::RestoreArgs),
 }
 
 /// A failure to report on one line before exiting with status 1.
@@ -86,6 +91,8 @@ fn main() -> ExitCode {
             Command::Agents(cmd) => agents::run(cmd).await,
             Command::Context(args) => context::run(args).await,
             Command::Mcp(args) => mcp::run(args).await,
+            Command::Backup(args) => backup::backup(args).await,
+            Command::Restore(args) => backup::restore(args).await,
             Command::Conformance(args) => return Ok(wsp_conformance::run_cli(args).await),
         }
         .map(|()| ExitCode::SUCCESS)

@@ -74,6 +74,7 @@
 //! ```
 
 pub mod approvals;
+pub mod backup;
 mod feed;
 mod files;
 pub mod idempotency;

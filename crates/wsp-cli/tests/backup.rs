@@ -1,0 +1,286 @@
+//! `wsp backup` under a write load on a running `wsp serve`, and `wsp restore` of it.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use wsp_client::{Client, PutOptions};
+use wsp_types::WorkspacePath;
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+/// A running `wsp serve` and what it printed at start.
+struct Server {
+    child: Child,
+    url: String,
+    first_key: Option<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[expect(
+    clippy::zombie_processes,
+    reason = "Server's Drop kills and waits for the child"
+)]
+fn serve(data: &Path) -> Server {
+    let mut child = Command::new(WSP)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .env("WSP_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("wsp starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut first_key = None;
+    loop {
+        let line = lines
+            .next()
+            .expect("wsp serve printed its address")
+            .unwrap();
+        if line.starts_with("wsp_") {
+            first_key = Some(line.clone());
+        }
+        if let Some(rest) = line.strip_prefix("wsp listening on ") {
+            let url = rest.split_whitespace().next().unwrap().to_owned();
+            std::thread::spawn(move || for _ in lines {});
+            return Server {
+                child,
+                url,
+                first_key,
+            };
+        }
+    }
+}
+
+fn wsp(args: &[&str]) -> Output {
+    Command::new(WSP)
+        .args(args)
+        .env_remove("WSP_URL")
+        .env_remove("WSP_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path(p: &str) -> WorkspacePath {
+    WorkspacePath::parse(p).unwrap()
+}
+
+/// What the writers had acknowledged: per path, the newest acknowledged content.
+type Acked = Arc<Mutex<BTreeMap<String, u64>>>;
+
+/// Writes until `stop`: new files `w<id>/<n>.md` and the shared `counter/<id>.md` overwritten
+/// with the rising `n`; every acknowledged write goes into `acked`.
+async fn writer(client: Client, id: u32, stop: Arc<AtomicBool>, acked: Acked) {
+    let mut n = 0u64;
+    while !stop.load(Ordering::SeqCst) {
+        n += 1;
+        let own = format!("w{id}/{n}.md");
+        client
+            .put(&path(&own), n.to_string(), PutOptions::default())
+            .await
+            .expect("write acknowledged");
+        acked.lock().unwrap().insert(own, n);
+        let counter = format!("counter/{id}.md");
+        client
+            .put(&path(&counter), n.to_string(), PutOptions::default())
+            .await
+            .expect("write acknowledged");
+        acked.lock().unwrap().insert(counter, n);
+    }
+}
+
+#[cfg(unix)]
+fn mode(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_backup_under_write_load_holds_every_write_acknowledged_before_it_began() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = serve(&data);
+    let key = server.first_key.clone().expect("first start prints a key");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::builder(&server.url).key(&key).build().unwrap();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked: Acked = Arc::default();
+    let writers: Vec<_> = (0..4)
+        .map(|id| runtime.spawn(writer(client.clone(), id, stop.clone(), acked.clone())))
+        .collect();
+    // Let the load build up, then take the backup while it goes on.
+    while acked.lock().unwrap().len() < 200 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let before = acked.lock().unwrap().clone();
+    let out = dir.path().join("backup");
+    let backup = wsp(&[
+        "backup",
+        "--data",
+        data.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    stop.store(true, Ordering::SeqCst);
+    for w in writers {
+        runtime.block_on(w).unwrap();
+    }
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    assert!(text(&backup.stdout).contains("wsp.sqlite3\tbacked up"));
+    #[cfg(unix)]
+    {
+        assert_eq!(mode(&out), 0o700);
+        assert_eq!(mode(&out.join("wsp.sqlite3")), 0o600);
+        assert_eq!(mode(&out.join("keys.sqlite3")), 0o600);
+    }
+    assert!(
+        !out.join("wsp.sqlite3-wal").exists(),
+        "one file per database"
+    );
+
+    // A second backup into the same (now non-empty) directory is refused.
+    let again = wsp(&[
+        "backup",
+        "--data",
+        data.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("not empty"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // Restoring over the running server's data is refused, even with --force.
+    let busy = wsp(&[
+        "restore",
+        out.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(!busy.status.success());
+    assert!(
+        text(&busy.stderr).contains("open in another process"),
+        "{}",
+        text(&busy.stderr)
+    );
+    drop(server);
+
+    // Restore into a fresh directory; a second restore there needs --force.
+    let fresh = dir.path().join("fresh");
+    let restored = wsp(&[
+        "restore",
+        out.to_str().unwrap(),
+        "--data",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert!(text(&restored.stdout).contains("wsp.sqlite3\tchecked"));
+    let twice = wsp(&[
+        "restore",
+        out.to_str().unwrap(),
+        "--data",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(!twice.status.success());
+    assert!(
+        text(&twice.stderr).contains("--force"),
+        "{}",
+        text(&twice.stderr)
+    );
+    let forced = wsp(&[
+        "restore",
+        out.to_str().unwrap(),
+        "--data",
+        fresh.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+
+    // The restored store serves every write acknowledged before the backup began, with the key
+    // the backup holds (no new first-start key).
+    let server = serve(&fresh);
+    assert!(server.first_key.is_none(), "the key registry was restored");
+    let client = Client::builder(&server.url).key(&key).build().unwrap();
+    let listed = runtime.block_on(client.list(None)).unwrap();
+    let live: BTreeMap<String, u64> = listed
+        .files
+        .iter()
+        .map(|f| (f.path.as_str().to_owned(), 0))
+        .collect();
+    for (p, n) in &before {
+        assert!(
+            live.contains_key(p),
+            "{p} acknowledged before the backup is missing"
+        );
+        let got = runtime.block_on(client.get(&path(p), None)).unwrap();
+        let value: u64 = got.content.parse().unwrap();
+        assert!(
+            value >= *n,
+            "{p}: the backup holds {value}, but {n} was acknowledged before it began"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_backup_is_not_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    drop(serve(&data));
+    let out = dir.path().join("backup");
+    let backup = wsp(&[
+        "backup",
+        "--data",
+        data.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(backup.status.success(), "{}", text(&backup.stderr));
+    std::fs::write(out.join("keys.sqlite3"), vec![0x5a; 16384]).unwrap();
+    let fresh = dir.path().join("fresh");
+    let restored = wsp(&[
+        "restore",
+        out.to_str().unwrap(),
+        "--data",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(!restored.status.success());
+    assert!(
+        text(&restored.stderr).contains("keys.sqlite3"),
+        "{}",
+        text(&restored.stderr)
+    );
+    assert!(
+        !fresh.join("wsp.sqlite3").exists(),
+        "nothing was put in place"
+    );
+
+    let empty = dir.path().join("nothing");
+    std::fs::create_dir(&empty).unwrap();
+    let none = wsp(&[
+        "backup",
+        "--data",
+        empty.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(!none.status.success());
+    assert!(
+        text(&none.stderr).contains("no wsp data"),
+        "{}",
+        text(&none.stderr)
+    );
+}

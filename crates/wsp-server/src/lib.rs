@@ -33,6 +33,7 @@ mod error;
 mod events;
 mod feed_hub;
 mod files;
+mod health;
 mod idempotency;
 pub mod openapi;
 mod publish;
@@ -238,6 +239,8 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .route("/.well-known/openwop", get(discovery::discovery))
         .route("/v1/openapi.json", get(openapi::openapi_json))
+        .route(health::HEALTHZ, get(health::healthz))
+        .route(health::READYZ, get(health::readyz))
         .route(files::LIST, get(files::list))
         .route(
             &format!("{}/", files::LIST),

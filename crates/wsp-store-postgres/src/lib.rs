@@ -466,6 +466,24 @@ impl WorkspaceStore for PgStore {
         StoreFeatures::ALL
     }
 
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            let table = inner.db.schema().render("{s}.wsp_schema_migrations");
+            let query = format!("SELECT coalesce(max(version), 0) FROM {table}");
+            let applied: i32 = retrying!(inner.db, Attempts::read("ready"), |client| async {
+                Ok::<i32, Failure>(client.query_one(&query, &[]).await?.get(0))
+            })?;
+            if applied == SCHEMA_VERSION {
+                Ok(())
+            } else {
+                Err(StoreError::Unavailable(format!(
+                    "schema at migration {applied}, this build needs {SCHEMA_VERSION}"
+                )))
+            }
+        })
+    }
+
     fn list<'a>(
         &'a self,
         owner: &'a Owner,

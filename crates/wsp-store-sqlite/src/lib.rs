@@ -405,6 +405,23 @@ impl WorkspaceStore for SqliteStore {
         StoreFeatures::ALL
     }
 
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        // The writer answers (not wedged behind a stuck write) and the file is still writable:
+        // `BEGIN IMMEDIATE` takes the write lock without changing anything.
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            let wait = std::time::Duration::from_secs(2);
+            let conn = tokio::time::timeout(wait, Arc::clone(&shared.writer).lock_owned())
+                .await
+                .map_err(|_| StoreError::Unavailable("the sqlite writer is busy".to_owned()))?;
+            blocking(move || {
+                conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+                    .map_err(|e| StoreError::Unavailable(format!("sqlite is not writable: {e}")))
+            })
+            .await
+        })
+    }
+
     fn list<'a>(
         &'a self,
         owner: &'a Owner,

@@ -282,6 +282,12 @@ pub trait WorkspaceStore: Send + Sync + 'static {
         StoreFeatures::default()
     }
 
+    /// Whether the store can serve requests now (`GET /readyz`): a cheap check, such as one
+    /// trivial query, that the backend answers and is usable. Default: always ready.
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Live files whose path starts with `prefix`, sorted by path (byte order), without content.
     fn list<'a>(
         &'a self,

@@ -205,6 +205,10 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
         self.inner.features()
     }
 
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        self.inner.ready()
+    }
+
     fn list<'a>(
         &'a self,
         owner: &'a Owner,

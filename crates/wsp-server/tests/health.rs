@@ -1,0 +1,139 @@
+//! `GET /healthz` and `GET /readyz`: unauthenticated, never cached; readiness follows the store
+//! (503 `service_unavailable` naming the check while it fails, 200 again once it recovers).
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::Value;
+use support::{Options, start, start_with};
+use wsp_store::{
+    Deleted, FileMeta, FileWrite, Limits, MemoryStore, Precondition, StoreError, StoreFuture,
+    StoredFile, WorkspaceStore,
+};
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+
+/// A memory store whose readiness check fails while `down` is set.
+struct Flaky {
+    inner: MemoryStore,
+    down: Arc<AtomicBool>,
+}
+
+impl WorkspaceStore for Flaky {
+    fn limits(&self) -> Limits {
+        self.inner.limits()
+    }
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        let down = self.down.load(Ordering::SeqCst);
+        Box::pin(async move {
+            if down {
+                Err(StoreError::Unavailable(
+                    "connection refused at 10.0.0.7:5432 (secret-internal-detail)".to_owned(),
+                ))
+            } else {
+                Ok(())
+            }
+        })
+    }
+    fn list<'a>(
+        &'a self,
+        owner: &'a Owner,
+        prefix: &'a WorkspacePrefix,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        self.inner.list(owner, prefix)
+    }
+    fn get<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        version: Option<u64>,
+    ) -> StoreFuture<'a, StoredFile> {
+        self.inner.get(owner, path, version)
+    }
+    fn put<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        write: FileWrite,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, StoredFile> {
+        self.inner.put(owner, path, write, precondition)
+    }
+    fn delete<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+        precondition: Precondition,
+    ) -> StoreFuture<'a, Deleted> {
+        self.inner.delete(owner, path, precondition)
+    }
+    fn history<'a>(
+        &'a self,
+        owner: &'a Owner,
+        path: &'a WorkspacePath,
+    ) -> StoreFuture<'a, Vec<FileMeta>> {
+        self.inner.history(owner, path)
+    }
+}
+
+async fn probe(url: &str) -> (u16, Option<String>, Value) {
+    let resp = reqwest::get(url).await.expect("the server answers");
+    let status = resp.status().as_u16();
+    let cache = resp
+        .headers()
+        .get("cache-control")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let body: Value = resp.json().await.expect("a JSON body");
+    (status, cache, body)
+}
+
+#[tokio::test]
+async fn healthz_and_readyz_answer_without_a_key() {
+    let server = start().await;
+    let (status, cache, body) = probe(&server.url("/healthz")).await;
+    assert_eq!(status, 200);
+    assert_eq!(cache.as_deref(), Some("no-store"));
+    assert_eq!(body, serde_json::json!({"status": "ok"}));
+    let (status, cache, body) = probe(&server.url("/readyz")).await;
+    assert_eq!(status, 200);
+    assert_eq!(cache.as_deref(), Some("no-store"));
+    assert_eq!(body, serde_json::json!({"status": "ready"}));
+}
+
+#[tokio::test]
+async fn readyz_is_503_while_the_store_fails_and_200_after_it_recovers() {
+    let down = Arc::new(AtomicBool::new(true));
+    let server = start_with(Options {
+        store: Some(Arc::new(Flaky {
+            inner: MemoryStore::default(),
+            down: down.clone(),
+        })),
+        ..Options::default()
+    })
+    .await;
+    let (status, cache, body) = probe(&server.url("/readyz")).await;
+    assert_eq!(status, 503);
+    assert_eq!(cache.as_deref(), Some("no-store"));
+    assert_eq!(body["error"], "service_unavailable");
+    assert_eq!(body["details"]["check"], "store");
+    let text = body.to_string();
+    assert!(!text.contains("10.0.0.7") && !text.contains("secret-internal-detail"));
+    // Liveness does not depend on the store.
+    assert_eq!(probe(&server.url("/healthz")).await.0, 200);
+
+    down.store(false, Ordering::SeqCst);
+    let (status, _, body) = probe(&server.url("/readyz")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["status"], "ready");
+}
+
+#[tokio::test]
+async fn the_probes_are_in_the_openapi_document_without_security() {
+    let doc = wsp_server::openapi::document();
+    for path in ["/healthz", "/readyz"] {
+        let op = &doc["paths"][path]["get"];
+        assert!(op.is_object(), "{path} is documented");
+        assert_eq!(op["security"], serde_json::json!([]), "{path} needs no key");
+    }
+}

@@ -100,6 +100,28 @@ enum FilesCommand {
         /// Workspace path.
         path: String,
     },
+    /// Upload a folder: only changed files, each conditional on the version last seen.
+    Push {
+        /// The folder to upload.
+        dir: PathBuf,
+        /// Workspace path prefix for the folder's files (e.g. `notes/`).
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Also delete remote files under the prefix that the folder lacks.
+        #[arg(long)]
+        delete: bool,
+        /// Print what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Download the workspace (or a prefix of it) into a folder, each file atomically.
+    Pull {
+        /// The folder to write to (created if missing).
+        dir: PathBuf,
+        /// Only paths starting with this; it is stripped from the local names.
+        #[arg(long, default_value = "")]
+        prefix: String,
+    },
     /// Follow the change feed: one line per write or delete, as they commit.
     Watch {
         /// Start after this sequence number (default: only changes from now on).
@@ -214,6 +236,23 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
                 return print_json(&serde_json::json!({ "deleted": path }));
             }
             println!("deleted {path}");
+        }
+        FilesCommand::Push {
+            dir,
+            prefix,
+            delete,
+            dry_run,
+        } => {
+            let options = crate::sync::PushOptions {
+                dir,
+                prefix,
+                delete,
+                dry_run,
+            };
+            return crate::sync::push(&client, &args.url, options, args.json).await;
+        }
+        FilesCommand::Pull { dir, prefix } => {
+            return crate::sync::pull(&client, &args.url, &dir, &prefix, args.json).await;
         }
         FilesCommand::Watch { since } => {
             // The feed never ends: no request timeout for it.

@@ -14,6 +14,7 @@ mod lifecycle;
 mod location;
 mod mcp;
 mod serve;
+mod sync;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,247 @@
+//! `wsp files push` and `wsp files pull` against the real `wsp serve`, on a tree of 1,000 files.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use wsp_client::{Client, PutOptions};
+use wsp_types::WorkspacePath;
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+/// A running `wsp serve` and its first-start key.
+struct Server {
+    child: Child,
+    url: String,
+    key: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[expect(
+    clippy::zombie_processes,
+    reason = "Server's Drop kills and waits for the child"
+)]
+fn serve(data: &Path) -> Server {
+    let mut child = Command::new(WSP)
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(data)
+        .env("WSP_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("wsp starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut key = None;
+    loop {
+        let line = lines
+            .next()
+            .expect("wsp serve printed its address")
+            .unwrap();
+        if line.starts_with("wsp_") {
+            key = Some(line.clone());
+        }
+        if let Some(rest) = line.strip_prefix("wsp listening on ") {
+            let url = rest.split_whitespace().next().unwrap().to_owned();
+            std::thread::spawn(move || for _ in lines {});
+            return Server {
+                child,
+                url,
+                key: key.expect("first start prints a key"),
+            };
+        }
+    }
+}
+
+impl Server {
+    fn files(&self, args: &[&str]) -> Output {
+        Command::new(WSP)
+            .arg("files")
+            .args(args)
+            .env("WSP_URL", &self.url)
+            .env("WSP_API_KEY", &self.key)
+            .output()
+            .unwrap()
+    }
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The last line of standard output: the summary.
+fn summary(o: &Output) -> String {
+    out(o).lines().last().unwrap_or_default().to_owned()
+}
+
+/// Every file under `dir` (relative `/` path -> content), the sync manifest left out.
+fn tree(dir: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                pending.push(p);
+            } else if p.file_name().unwrap() != ".wsp-sync.json" {
+                let rel = p.strip_prefix(dir).unwrap();
+                let rel: Vec<&str> = rel.iter().map(|c| c.to_str().unwrap()).collect();
+                files.insert(rel.join("/"), std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    files
+}
+
+fn path(p: &str) -> WorkspacePath {
+    WorkspacePath::parse(p).unwrap()
+}
+
+#[test]
+fn push_and_pull_sync_a_thousand_files_and_never_overwrite_a_remote_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("data"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::builder(&server.url)
+        .key(&server.key)
+        .build()
+        .unwrap();
+    let remote = |p: &str| runtime.block_on(client.get(&path(&format!("tree/{p}")), None));
+
+    let src = dir.path().join("src");
+    for i in 0..1000 {
+        let file = src.join(format!("d{}/s{}/f{i}.md", i % 10, i % 7));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, format!("# file {i}\n")).unwrap();
+    }
+    let src_arg = src.to_str().unwrap();
+
+    let first = server.files(&["push", src_arg, "--prefix", "tree/"]);
+    assert!(first.status.success(), "{}", err(&first));
+    assert_eq!(summary(&first), "1000 uploaded, 0 unchanged, 0 conflict");
+    let listed = runtime.block_on(client.list(Some("tree/"))).unwrap();
+    assert_eq!(listed.files.len(), 1000);
+
+    // Pull into another folder: the same tree.
+    let copy = dir.path().join("copy");
+    let pulled = server.files(&["pull", copy.to_str().unwrap(), "--prefix", "tree/"]);
+    assert!(pulled.status.success(), "{}", err(&pulled));
+    assert_eq!(summary(&pulled), "1000 downloaded, 0 unchanged, 0 conflict");
+    assert_eq!(tree(&copy), tree(&src));
+    let again = server.files(&["pull", copy.to_str().unwrap(), "--prefix", "tree/"]);
+    assert_eq!(summary(&again), "0 downloaded, 1000 unchanged, 0 conflict");
+
+    // Nothing changed: nothing uploads.
+    let idle = server.files(&["push", src_arg, "--prefix", "tree/"]);
+    assert!(idle.status.success(), "{}", err(&idle));
+    assert_eq!(summary(&idle), "0 uploaded, 1000 unchanged, 0 conflict");
+
+    // Four files change locally; one of them and one other change remotely meanwhile.
+    for i in [1, 2, 3, 4] {
+        let file = src.join(format!("d{}/s{}/f{i}.md", i % 10, i % 7));
+        std::fs::write(file, format!("# file {i}, edited locally\n")).unwrap();
+    }
+    for i in [4, 5] {
+        let p = path(&format!("tree/d{}/s{}/f{i}.md", i % 10, i % 7));
+        runtime
+            .block_on(client.put(&p, format!("remote edit {i}"), PutOptions::default()))
+            .unwrap();
+    }
+    let second = server.files(&["push", src_arg, "--prefix", "tree/"]);
+    assert!(!second.status.success(), "a conflict exits non-zero");
+    assert_eq!(summary(&second), "3 uploaded, 996 unchanged, 1 conflict");
+    assert!(
+        out(&second).contains("tree/d4/s4/f4.md\tconflict"),
+        "{}",
+        out(&second)
+    );
+    assert!(out(&second).contains("tree/d1/s1/f1.md\tuploaded"));
+    assert!(
+        !out(&second).contains("f5.md\tuploaded"),
+        "{}",
+        out(&second)
+    );
+    assert_eq!(remote("d4/s4/f4.md").unwrap().content, "remote edit 4");
+    assert_eq!(remote("d5/s5/f5.md").unwrap().content, "remote edit 5");
+    assert_eq!(
+        remote("d1/s1/f1.md").unwrap().content,
+        "# file 1, edited locally\n"
+    );
+
+    // --delete --dry-run reports and changes nothing; --delete removes what the folder lacks.
+    for i in [10, 11, 12] {
+        std::fs::remove_file(src.join(format!("d{}/s{}/f{i}.md", i % 10, i % 7))).unwrap();
+    }
+    std::fs::write(src.join("new.md"), "# new\n").unwrap();
+    let dry = server.files(&[
+        "push",
+        src_arg,
+        "--prefix",
+        "tree/",
+        "--delete",
+        "--dry-run",
+    ]);
+    assert_eq!(
+        summary(&dry),
+        "1 would upload, 3 would delete, 996 unchanged, 1 would conflict"
+    );
+    assert!(
+        out(&dry).contains("tree/d0/s3/f10.md\twould delete"),
+        "{}",
+        out(&dry)
+    );
+    assert!(out(&dry).contains("tree/new.md\twould upload"));
+    assert_eq!(
+        runtime
+            .block_on(client.list(Some("tree/")))
+            .unwrap()
+            .files
+            .len(),
+        1000
+    );
+    assert!(remote("new.md").is_err(), "a dry run writes nothing");
+
+    let del = server.files(&["push", src_arg, "--prefix", "tree/", "--delete"]);
+    assert_eq!(
+        summary(&del),
+        "1 uploaded, 3 deleted, 996 unchanged, 1 conflict"
+    );
+    let names: Vec<String> = runtime
+        .block_on(client.list(Some("tree/")))
+        .unwrap()
+        .files
+        .into_iter()
+        .map(|f| f.path.as_str().to_owned())
+        .collect();
+    assert_eq!(names.len(), 998);
+    assert!(!names.contains(&"tree/d0/s3/f10.md".to_owned()));
+    assert!(names.contains(&"tree/new.md".to_owned()));
+
+    // Pull brings the remote edits, keeps the conflicting local edit, and refuses nothing else.
+    let back = server.files(&["pull", src_arg, "--prefix", "tree/"]);
+    assert!(!back.status.success());
+    assert_eq!(summary(&back), "1 downloaded, 996 unchanged, 1 conflict");
+    assert!(
+        out(&back).contains("tree/d4/s4/f4.md\tconflict"),
+        "{}",
+        out(&back)
+    );
+    assert_eq!(
+        std::fs::read_to_string(src.join("d5/s5/f5.md")).unwrap(),
+        "remote edit 5"
+    );
+    assert_eq!(
+        std::fs::read_to_string(src.join("d4/s4/f4.md")).unwrap(),
+        "# file 4, edited locally\n"
+    );
+}

@@ -281,17 +281,56 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(files::panic_response))
         .layer(
             tower_http::trace::TraceLayer::new_for_http()
-                .make_span_with(move |req: &Request<_>| make_span(req, every_secret.as_deref())),
+                .make_span_with(move |req: &Request<_>| make_span(req, every_secret.as_deref()))
+                .on_response(access_log),
         )
+        // Outermost: the span above and every response, even a panic's, see the same id.
+        .layer(axum::middleware::from_fn(request_id))
+}
+
+/// The request id header, read from the client and echoed on every response.
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// A client's request id is kept when it is 1 to 64 visible ASCII characters.
+fn valid_request_id(v: &HeaderValue) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty() && b.len() <= 64 && b.iter().all(|c| (0x21..=0x7e).contains(c))
+}
+
+/// Gives every request an `x-request-id` (the client's when valid, else a fresh one) before
+/// the log span is made, and echoes it on the response.
+async fn request_id(
+    mut req: Request<axum::body::Body>,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let id = match req.headers().get(&REQUEST_ID) {
+        Some(v) if valid_request_id(v) => v.clone(),
+        _ => HeaderValue::from_str(&error::correlation_id()).expect("hex is a header value"),
+    };
+    req.headers_mut().insert(REQUEST_ID, id.clone());
+    let mut resp = next.run(req).await;
+    resp.headers_mut().insert(REQUEST_ID, id);
+    resp
+}
+
+/// The access log: one INFO line per request, inside its span (request id, method and the
+/// redacted path), with the status and the latency in milliseconds. No header is logged.
+fn access_log<B>(resp: &axum::http::Response<B>, latency: std::time::Duration, _: &tracing::Span) {
+    tracing::info!(
+        status = resp.status().as_u16(),
+        latency_ms = u64::try_from(latency.as_millis()).unwrap_or(u64::MAX),
+        "request done"
+    );
 }
 
 fn make_span<B>(req: &Request<B>, every_secret: Option<&Redactor>) -> tracing::Span {
-    // The request id ties log lines together; the Authorization header is never recorded.
+    // The request id ties log lines together (set by `request_id` when the router's layers
+    // run; a fresh one otherwise); the Authorization header is never recorded.
     let id = req
         .headers()
-        .get(HeaderName::from_static("x-request-id"))
+        .get(&REQUEST_ID)
+        .filter(|v| valid_request_id(v))
         .and_then(|v| v.to_str().ok())
-        .filter(|v| v.len() <= 64)
         .map_or_else(error::correlation_id, str::to_owned);
     // A path holding a secret is refused, and logged redacted.
     let path = secrets::loggable_path(every_secret, req.uri().path());

@@ -137,3 +137,52 @@ async fn the_probes_are_in_the_openapi_document_without_security() {
         assert_eq!(op["security"], serde_json::json!([]), "{path} needs no key");
     }
 }
+
+/// The `x-request-id` a response carries.
+fn request_id(resp: &reqwest::Response) -> Option<String> {
+    resp.headers()
+        .get("x-request-id")
+        .map(|v| v.to_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn every_response_echoes_a_request_id() {
+    let server = start().await;
+    let http = reqwest::Client::new();
+    // Success, an error (no key) and the 404 fallback: each gets a fresh id.
+    let mut seen = Vec::new();
+    for path in ["/healthz", "/v1/host/workspace/files", "/no/such/route"] {
+        let resp = http.get(server.url(path)).send().await.unwrap();
+        let id = request_id(&resp).unwrap_or_else(|| panic!("{path}: no x-request-id"));
+        assert!(!id.is_empty() && id.len() <= 64, "{path}: {id:?}");
+        seen.push((resp.status().as_u16(), id));
+    }
+    assert_eq!(
+        seen.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+        [200, 401, 404]
+    );
+    assert!(seen[0].1 != seen[1].1 && seen[1].1 != seen[2].1);
+
+    // A valid client id comes back as sent, on success and on error alike.
+    for path in ["/healthz", "/v1/host/workspace/files"] {
+        let resp = http
+            .get(server.url(path))
+            .header("x-request-id", "client-trace.42:abc")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(request_id(&resp).as_deref(), Some("client-trace.42:abc"));
+    }
+    // An invalid one (too long, or not visible ASCII) is replaced by a generated one.
+    for bad in ["x".repeat(65), "has space".to_owned()] {
+        let resp = http
+            .get(server.url("/healthz"))
+            .header("x-request-id", bad.as_str())
+            .send()
+            .await
+            .unwrap();
+        let id = request_id(&resp).expect("an id");
+        assert_ne!(id, bad);
+        assert!(id.len() <= 64 && id.bytes().all(|c| c.is_ascii_graphic()));
+    }
+}

@@ -1,0 +1,169 @@
+//! Operating `wsp serve`: the access log on standard error (one INFO line per request with the
+//! request id the response echoes, never the key).
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+
+/// Kills the server when the test ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A started server: its address, first admin key and its standard error, line by line.
+struct Server {
+    _child: Running,
+    addr: String,
+    key: String,
+    stderr: Receiver<String>,
+}
+
+impl Server {
+    /// Reads standard error until a line containing every one of `needles` (all lines read
+    /// so far are returned too, for checks on everything logged).
+    fn wait_for_line(&self, needles: &[&str], seen: &mut Vec<String>) -> String {
+        loop {
+            let line = self
+                .stderr
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no log line with {needles:?}; saw {seen:#?}"));
+            seen.push(line.clone());
+            if needles.iter().all(|n| line.contains(n)) {
+                return line;
+            }
+        }
+    }
+}
+
+/// Starts `wsp serve` with `args` and `envs` on top of a fresh data directory.
+#[expect(
+    clippy::zombie_processes,
+    reason = "Running's Drop kills and waits for the child"
+)]
+fn serve(args: &[&str], envs: &[(&str, &str)]) -> Server {
+    let mut child = Command::new(WSP)
+        .arg("serve")
+        .args(args)
+        .env("WSP_LOG", "info")
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("wsp starts");
+    let (tx, stderr) = channel();
+    let err = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut key = None;
+    loop {
+        let line = lines
+            .next()
+            .expect("wsp serve reports its address")
+            .unwrap();
+        if line.starts_with("wsp_") {
+            key = Some(line.clone());
+        }
+        if let Some(rest) = line.strip_prefix("wsp listening on http://") {
+            let addr = rest.split_whitespace().next().unwrap().to_owned();
+            std::thread::spawn(move || for _ in lines {});
+            return Server {
+                _child: Running(child),
+                addr,
+                key: key.expect("first start prints a key"),
+                stderr,
+            };
+        }
+    }
+}
+
+/// One HTTP/1.1 request; the whole response as text.
+fn request(addr: &str, target: &str, headers: &[(&str, &str)]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let mut req = format!("GET {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        req.push_str(&format!("{name}: {value}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
+/// The value of header `name` in a raw response.
+fn header(resp: &str, name: &str) -> Option<String> {
+    resp.split("\r\n\r\n").next()?.lines().find_map(|l| {
+        let (n, v) = l.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+    })
+}
+
+#[test]
+fn each_request_logs_one_access_line_with_its_id_and_never_the_key() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+            data.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let auth = format!("Bearer {}", server.key);
+    let mut seen = Vec::new();
+
+    // The client's id, on an authenticated request.
+    let resp = request(
+        &server.addr,
+        "/v1/host/workspace/files",
+        &[("Authorization", &auth), ("x-request-id", "ops-test-7")],
+    );
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    assert_eq!(header(&resp, "x-request-id").as_deref(), Some("ops-test-7"));
+    let line = server.wait_for_line(&["request done", "ops-test-7"], &mut seen);
+    for part in [
+        "INFO",
+        "GET",
+        "/v1/host/workspace/files",
+        "status=200",
+        "latency_ms=",
+    ] {
+        assert!(line.contains(part), "{part} in {line}");
+    }
+
+    // A generated id: the one echoed is the one logged; a 404 is logged too.
+    let resp = request(&server.addr, "/no/such/route", &[("Authorization", &auth)]);
+    assert!(resp.starts_with("HTTP/1.1 404"), "{resp}");
+    let id = header(&resp, "x-request-id").expect("an id");
+    let line = server.wait_for_line(&["request done", &id], &mut seen);
+    assert!(
+        line.contains("status=404") && line.contains("/no/such/route"),
+        "{line}"
+    );
+
+    // Nothing logged so far (the lines of both requests) holds the key or its secret part.
+    let secret = server.key.rsplit('_').next().unwrap();
+    for l in &seen {
+        assert!(!l.contains(&server.key) && !l.contains(secret), "{l}");
+        assert!(!l.to_ascii_lowercase().contains("authorization"), "{l}");
+    }
+}

@@ -7,12 +7,13 @@
 //! The server is [`URL_VAR`] when it is set. Otherwise it is a throwaway cluster made from the
 //! machine's PostgreSQL programs ([`find_binaries`]: `PATH`, else the newest
 //! `/usr/lib/postgresql/<version>/bin`): a temporary directory, a free port on 127.0.0.1, the
-//! socket inside that directory, no fsync, a random password. The test binaries of one
-//! `cargo test` share one cluster (they have the same parent, the `cargo` process, whose pid
-//! names the cluster; a file lock makes binaries that race to start it agree), and a watchdog
-//! stops and removes it when that `cargo` exits, since libtest has no teardown of its own. A
-//! test binary run without `cargo` gets a cluster for as long as it runs. As root, the server
-//! runs as the `postgres` system user (PostgreSQL refuses to run as root).
+//! socket inside that directory, no fsync, a random password (so that no other local user can
+//! use it while it runs). The test binaries of one `cargo test` share one cluster (they have the
+//! same parent, the `cargo` process, whose pid names the cluster; a file lock makes binaries
+//! that race to start it agree), and a watchdog stops and removes it when that `cargo` exits,
+//! since libtest has no teardown of its own. A test binary run without `cargo` gets a cluster
+//! for as long as it runs. As root, the server runs as the `postgres` system user (PostgreSQL
+//! refuses to run as root).
 //!
 //! ```no_run
 //! // In a test: the URL, after one stderr line naming the server (without its password).

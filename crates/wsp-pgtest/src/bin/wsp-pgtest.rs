@@ -3,7 +3,9 @@
 //!
 //! The server is `WSP_TEST_POSTGRES_URL` when it is set, otherwise a throwaway cluster that
 //! lives as long as the program that runs `wsp-pgtest` (its parent), shared by every
-//! `wsp-pgtest` that program runs. On failure: one line on standard error, exit status 1.
+//! `wsp-pgtest` that program runs. The program must run it itself: started from a shell's
+//! `$(...)`, its parent would be the subshell, which ends at once, and the cluster with it. On
+//! failure: one line on standard error, exit status 1.
 
 #[cfg(unix)]
 fn main() -> std::process::ExitCode {

@@ -18,13 +18,13 @@ use crate::CliError;
 #[derive(Debug, Clone, Args)]
 pub struct LimitArgs {
     /// Largest file content in UTF-8 bytes.
-    #[arg(long, default_value_t = Limits::default().max_file_bytes, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "WSP_MAX_FILE_BYTES", default_value_t = Limits::default().max_file_bytes, value_parser = clap::value_parser!(u64).range(1..))]
     max_file_bytes: u64,
     /// Most live files per workspace.
-    #[arg(long, default_value_t = Limits::default().max_files, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "WSP_MAX_FILES", default_value_t = Limits::default().max_files, value_parser = clap::value_parser!(u64).range(1..))]
     max_files: u64,
     /// Versions retained per file.
-    #[arg(long, default_value_t = Limits::default().max_versions, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "WSP_MAX_VERSIONS", default_value_t = Limits::default().max_versions, value_parser = clap::value_parser!(u64).range(1..))]
     max_versions: u64,
 }
 

@@ -1,17 +1,44 @@
 //! What every long-running `wsp` command shares: logging to standard error, as many open files
 //! as the system allows, and stopping on Ctrl-C or SIGTERM.
 
-/// Logs to standard error at the level `WSP_LOG` names (default `info`); `ansi` colours them
-/// when standard error is a terminal.
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines: `<time> <LEVEL> request{id=.. method=.. path=..}: <message> <fields>`.
+    #[default]
+    Text,
+    /// One JSON object per line (`timestamp`, `level`, `target`, the event's fields, and `span`
+    /// with the request's `id`, `method` and `path` on every line written during a request).
+    Json,
+}
+
+/// Logs to standard error at the level `WSP_LOG` names (default `info`) as text; `ansi`
+/// colours them when standard error is a terminal.
 pub fn init_logging(ansi: bool) {
+    init_logging_as(ansi, LogFormat::Text);
+}
+
+/// Logs to standard error at the level `WSP_LOG` names (default `info`) in `format`; `ansi`
+/// colours text when standard error is a terminal (JSON is never coloured).
+pub fn init_logging_as(ansi: bool, format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("WSP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colours only for a person at a terminal, never into a log file or a pipe.
-        .with_ansi(ansi && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            // Colours only for a person at a terminal, never into a log file or a pipe.
+            .with_ansi(ansi && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_ansi(false)
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+    };
 }
 
 /// Raises the soft limit on open files to the hard limit, so a server can hold as many

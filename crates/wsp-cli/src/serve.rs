@@ -59,16 +59,16 @@ impl StoreKind {
 #[derive(Debug, Clone, Args)]
 pub struct PgArgs {
     /// Most connections this replica opens (sum over replicas < the server's max_connections).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    #[arg(long, env = "WSP_PG_MAX_CONNECTIONS", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub pg_max_connections: u64,
     /// Seconds to open one connection.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=600))]
+    #[arg(long, env = "WSP_PG_CONNECT_TIMEOUT", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=600))]
     pub pg_connect_timeout: u64,
     /// Seconds one statement may run (0: no limit).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, env = "WSP_PG_STATEMENT_TIMEOUT", default_value_t = 30)]
     pub pg_statement_timeout: u64,
     /// The PostgreSQL schema holding wsp's tables (created at start when missing).
-    #[arg(long, default_value = "public")]
+    #[arg(long, env = "WSP_PG_SCHEMA", default_value = "public")]
     pub pg_schema: String,
 }
 
@@ -85,42 +85,53 @@ impl PgArgs {
     }
 }
 
+/// `wsp serve`'s flags. Each can also be set by the environment variable shown beside it
+/// (`WSP_ADDR`, `WSP_DATA`, ...): a flag on the command line beats the variable, which beats
+/// the default.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Every flag can also be set by the environment variable shown with it: a flag on \
+                  the command line beats the variable, which beats the default."
+)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port).
-    #[arg(long, default_value = "127.0.0.1:8787")]
+    #[arg(long, env = "WSP_ADDR", default_value = "127.0.0.1:8787")]
     addr: SocketAddr,
     /// Data directory (created if missing): the SQLite file and the key file.
-    #[arg(long, default_value = "./wsp-data")]
+    #[arg(long, env = "WSP_DATA", default_value = "./wsp-data")]
     data: PathBuf,
     /// Storage backend: `sqlite` (the file in --data), `memory`, or `postgres://user@host/db`
     /// (files and keys in PostgreSQL; run as many replicas as you like).
-    #[arg(long, default_value = "sqlite", value_parser = StoreKind::parse)]
+    #[arg(long, env = "WSP_STORE", hide_env_values = true, default_value = "sqlite", value_parser = StoreKind::parse)]
     store: StoreKind,
     #[command(flatten)]
     pg: PgArgs,
     #[command(flatten)]
     limits: LimitArgs,
     /// Configuration file (TOML): secrets to redact per tenant, agent packs and approvals.
-    #[arg(long)]
+    #[arg(long, env = "WSP_CONFIG")]
     config: Option<PathBuf>,
     /// Expose the conformance test seam `POST /v1/host/sample/workspace/op`. Never in production.
-    #[arg(long)]
+    #[arg(long, env = "WSP_ENABLE_TEST_SEAMS")]
     enable_test_seams: bool,
     /// Seconds a run lives before it ends by itself (`completed`) and releases its snapshot.
-    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
+    #[arg(long, env = "WSP_RUN_TTL", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=31_536_000))]
     run_ttl: u64,
     /// Seconds the record of an ended run is kept (its status stays readable); then the run
     /// is forgotten (404).
-    #[arg(long, default_value_t = 604_800, value_parser = clap::value_parser!(u64).range(1..=315_360_000))]
+    #[arg(long, env = "WSP_RUN_RETENTION", default_value_t = 604_800, value_parser = clap::value_parser!(u64).range(1..=315_360_000))]
     run_retention: u64,
     /// Most open runs per workspace; the next `POST /v1/runs` is answered 429 until one ends.
-    #[arg(long, default_value_t = ServerConfig::default().max_open_runs, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "WSP_MAX_OPEN_RUNS", default_value_t = ServerConfig::default().max_open_runs, value_parser = clap::value_parser!(u64).range(1..))]
     max_open_runs: u64,
     /// Most bytes of old versions a workspace's open runs may keep from pruning; above it,
     /// new runs are answered 429 (writes still succeed) until runs end.
-    #[arg(long, default_value_t = ServerConfig::default().max_pinned_bytes)]
+    #[arg(long, env = "WSP_MAX_PINNED_BYTES", default_value_t = ServerConfig::default().max_pinned_bytes)]
     max_pinned_bytes: u64,
+    /// Log lines on standard error: `text` for people, `json` (one object per line, the
+    /// request id in every line of a request) for log collectors. The level is `WSP_LOG`.
+    #[arg(long, env = "WSP_LOG_FORMAT", value_enum, default_value_t = crate::lifecycle::LogFormat::Text)]
+    log_format: crate::lifecycle::LogFormat,
     #[command(flatten)]
     conn: crate::conn::ConnArgs,
 }
@@ -136,7 +147,7 @@ struct Backend {
 
 /// Runs the server until Ctrl-C or SIGTERM, then drains in-flight requests.
 pub async fn run(args: ServeArgs) -> Result<(), CliError> {
-    crate::lifecycle::init_logging(true);
+    crate::lifecycle::init_logging_as(true, args.log_format);
     let file_config = match &args.config {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),

@@ -1,5 +1,6 @@
 //! Operating `wsp serve`: the access log on standard error (one INFO line per request with the
-//! request id the response echoes, never the key).
+//! request id the response echoes, never the key), JSON log lines, and flags set by the
+//! environment (a flag on the command line beats the variable).
 
 #![cfg(unix)]
 
@@ -26,6 +27,8 @@ struct Server {
     _child: Running,
     addr: String,
     key: String,
+    /// The `wsp listening on ...` line.
+    listening: String,
     stderr: Receiver<String>,
 }
 
@@ -87,6 +90,7 @@ fn serve(args: &[&str], envs: &[(&str, &str)]) -> Server {
             return Server {
                 _child: Running(child),
                 addr,
+                listening: line,
                 key: key.expect("first start prints a key"),
                 stderr,
             };
@@ -165,5 +169,83 @@ fn each_request_logs_one_access_line_with_its_id_and_never_the_key() {
     for l in &seen {
         assert!(!l.contains(&server.key) && !l.contains(secret), "{l}");
         assert!(!l.to_ascii_lowercase().contains("authorization"), "{l}");
+    }
+}
+
+#[test]
+fn wsp_addr_and_wsp_data_configure_the_server() {
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().join("from-env");
+    let server = serve(
+        &[],
+        &[
+            ("WSP_ADDR", "127.0.0.1:0"),
+            ("WSP_DATA", dir.to_str().unwrap()),
+        ],
+    );
+    assert!(
+        server
+            .listening
+            .contains(&format!("data: {}", dir.display())),
+        "{}",
+        server.listening
+    );
+    assert!(dir.join("wsp.sqlite3").exists(), "the store is in WSP_DATA");
+    let resp = request(&server.addr, "/healthz", &[]);
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+}
+
+#[test]
+fn a_flag_beats_its_environment_variable() {
+    let data = tempfile::tempdir().unwrap();
+    let (env_dir, flag_dir) = (data.path().join("env"), data.path().join("flag"));
+    // Port 1 cannot be bound by a test: the server only starts if --addr wins.
+    let server = serve(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+            flag_dir.to_str().unwrap(),
+        ],
+        &[
+            ("WSP_ADDR", "127.0.0.1:1"),
+            ("WSP_DATA", env_dir.to_str().unwrap()),
+        ],
+    );
+    assert!(!server.addr.ends_with(":1"), "{}", server.addr);
+    assert!(flag_dir.join("wsp.sqlite3").exists());
+    assert!(
+        !env_dir.exists(),
+        "WSP_DATA is ignored when --data is given"
+    );
+}
+
+#[test]
+fn json_log_lines_parse_and_carry_the_request_id() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+            data.path().to_str().unwrap(),
+        ],
+        &[("WSP_LOG_FORMAT", "json")],
+    );
+    let resp = request(&server.addr, "/readyz", &[("x-request-id", "ops-json-1")]);
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    let mut seen = Vec::new();
+    let line = server.wait_for_line(&["request done", "ops-json-1"], &mut seen);
+    let access: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+    assert_eq!(access["level"], "INFO", "{line}");
+    assert_eq!(access["status"], 200, "{line}");
+    assert!(access["latency_ms"].is_u64(), "{line}");
+    assert_eq!(access["span"]["id"], "ops-json-1", "{line}");
+    assert_eq!(access["span"]["method"], "GET", "{line}");
+    assert_eq!(access["span"]["path"], "/readyz", "{line}");
+    for l in &seen {
+        let v: serde_json::Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        assert!(v.is_object(), "{l}");
     }
 }

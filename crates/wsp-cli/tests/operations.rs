@@ -249,3 +249,61 @@ fn json_log_lines_parse_and_carry_the_request_id() {
         assert!(v.is_object(), "{l}");
     }
 }
+
+#[test]
+fn readyz_follows_the_postgresql_schema_version() {
+    let db = wsp_pgtest::database_url().to_owned();
+    let schema = format!("ops_ready_{}", std::process::id());
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+            data.path().to_str().unwrap(),
+            "--store",
+            &db,
+            "--pg-schema",
+            &schema,
+        ],
+        &[],
+    );
+    assert!(request(&server.addr, "/readyz", &[]).starts_with("HTTP/1.1 200"));
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let sql = |statement: String| {
+        rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
+                .await
+                .expect("the test database answers");
+            let conn = tokio::spawn(conn);
+            client.batch_execute(&statement).await.unwrap();
+            drop(client);
+            let _ = conn.await;
+        });
+    };
+    let table = format!("\"{schema}\".wsp_schema_migrations");
+    // The newest migration unrecorded: this build's schema is not there, so not ready.
+    sql(format!(
+        "CREATE TABLE \"{schema}\".held AS SELECT * FROM {table} \
+         WHERE version = (SELECT max(version) FROM {table}); \
+         DELETE FROM {table} WHERE version IN (SELECT version FROM \"{schema}\".held)"
+    ));
+    let resp = request(&server.addr, "/readyz", &[]);
+    assert!(resp.starts_with("HTTP/1.1 503"), "{resp}");
+    assert!(
+        resp.contains("\"service_unavailable\"") && resp.contains("\"store\""),
+        "{resp}"
+    );
+    assert!(
+        !resp.contains(&schema) && !resp.contains("migration"),
+        "no internals: {resp}"
+    );
+    // Recorded again: ready again, without a restart.
+    sql(format!(
+        "INSERT INTO {table} SELECT * FROM \"{schema}\".held; DROP TABLE \"{schema}\".held"
+    ));
+    assert!(request(&server.addr, "/readyz", &[]).starts_with("HTTP/1.1 200"));
+    drop(server);
+    sql(format!("DROP SCHEMA \"{schema}\" CASCADE"));
+}

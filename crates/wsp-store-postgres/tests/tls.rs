@@ -3,11 +3,12 @@
 //! store that connects at all connects over TLS, its listening connection included); and a
 //! throwaway cluster without TLS.
 //!
-//! The clusters are made from the machine's PostgreSQL programs (the newest
-//! `/usr/lib/postgresql/<version>/bin`, else `PATH`); as root they run as the `postgres` system
-//! user, since PostgreSQL refuses to run as root. Each is stopped and removed when this test
-//! process ends (a shell waits for its standard input, held by this process, to close). Without
-//! the programs every test fails with one line saying so.
+//! The clusters are made from the machine's PostgreSQL programs, found as `wsp-pgtest` finds
+//! them (`PATH`, else the newest `/usr/lib/postgresql/<version>/bin`); as root they run as the
+//! `postgres` system user, since PostgreSQL refuses to run as root. Each is stopped and removed
+//! when this test process ends (a shell waits for its standard input, held by this process, to
+//! close). Without the programs every test fails with one line saying so. (`wsp-pgtest`'s shared
+//! cluster has no TLS and no `pg_hba.conf` of its own, hence these.)
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -62,33 +63,17 @@ struct Cluster {
     _keeper: Mutex<Child>,
 }
 
-/// The directory of the PostgreSQL programs.
+/// The directory of the PostgreSQL programs, found as for the other PostgreSQL tests; where
+/// `initdb` is a link (into `/usr/lib/postgresql/<version>/bin`), the directory it points into,
+/// which has `psql` and `pg_isready` too.
 fn binaries() -> PathBuf {
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let version = entry.file_name().to_str()?.parse().ok()?;
-            let bin = entry.path().join("bin");
-            bin.join("initdb").is_file().then_some((version, bin))
-        })
-        .collect();
-    versions.sort();
-    if let Some((_, bin)) = versions.pop() {
-        return bin;
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .find(|dir| dir.join("initdb").is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "the PostgreSQL TLS tests found no PostgreSQL server programs (initdb) in \
-                 /usr/lib/postgresql/<version>/bin or PATH: install them (apt-get install \
-                 postgresql)"
-            )
-        })
+    let path = std::env::var_os("PATH");
+    let found = wsp_pgtest::find_binaries(path.as_deref(), Path::new(wsp_pgtest::LIB_ROOT))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::canonicalize(found.initdb())
+        .ok()
+        .and_then(|initdb| initdb.parent().map(Path::to_owned))
+        .unwrap_or_else(|| found.dir().to_owned())
 }
 
 fn as_root() -> bool {
@@ -96,16 +81,19 @@ fn as_root() -> bool {
     String::from_utf8_lossy(&out.stdout).trim() == "0"
 }
 
-/// `program` of the PostgreSQL programs, run as the `postgres` user when this process is root.
+/// `program` of the PostgreSQL programs (from `PATH` when `bin` lacks it), run as the
+/// `postgres` user when this process is root.
 fn pg_command(bin: &Path, program: &str) -> Command {
+    let program = match bin.join(program) {
+        path if path.is_file() => path,
+        _ => PathBuf::from(program),
+    };
     if as_root() {
         let mut command = Command::new("runuser");
-        command
-            .args(["-u", "postgres", "--"])
-            .arg(bin.join(program));
+        command.args(["-u", "postgres", "--"]).arg(program);
         command
     } else {
-        Command::new(bin.join(program))
+        Command::new(program)
     }
 }
 
@@ -137,57 +125,23 @@ impl Cluster {
             .tempdir()
             .unwrap()
             .keep();
+        let chown = |path: &Path| {
+            if as_root() {
+                let mut chown = Command::new("chown");
+                chown.args(["-R", "postgres:"]).arg(path);
+                run(chown, "chown of the cluster directory");
+            }
+        };
+        chown(&dir);
         let data = dir.join("data");
-        let port = free_port();
-        let mut conf = format!(
-            "listen_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{}'\n\
-             fsync = off\nmax_connections = 60\npassword_encryption = 'scram-sha-256'\n",
-            dir.display()
-        );
-        let mut hba = String::from("local all all trust\n");
-        if let Some(ca) = tls {
-            let (cert, key) = ca.localhost();
-            std::fs::write(dir.join("server.crt"), cert).unwrap();
-            std::fs::write(dir.join("server.key"), key).unwrap();
-            std::fs::write(dir.join("ca.pem"), &ca.pem).unwrap();
-            conf.push_str(&format!(
-                "ssl = on\nssl_cert_file = '{0}/server.crt'\nssl_key_file = '{0}/server.key'\n",
-                dir.display()
-            ));
-            hba.push_str(
-                "hostssl all scram 127.0.0.1/32 scram-sha-256\n\
-                 hostssl all all 127.0.0.1/32 trust\n\
-                 host all all 127.0.0.1/32 reject\n",
-            );
-        } else {
-            hba.push_str("host all all 127.0.0.1/32 trust\n");
-        }
-        if as_root() {
-            let mut chown = Command::new("chown");
-            chown.args(["-R", "postgres:"]).arg(&dir);
-            run(chown, "chown of the cluster directory");
-        }
-        let mut chmod = Command::new("chmod");
-        chmod.arg("600").arg(dir.join("server.key"));
-        if tls.is_some() {
-            run(chmod, "chmod of the server key");
-        }
-        let mut initdb = pg_command(&bin, "initdb");
-        initdb
-            .args(["-U", "postgres", "-A", "trust", "--no-sync", "-D"])
-            .arg(&data);
-        run(initdb, "initdb");
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(data.join("postgresql.conf"))
-            .unwrap();
-        file.write_all(conf.as_bytes()).unwrap();
-        std::fs::write(data.join("pg_hba.conf"), hba).unwrap();
-        // The shell starts the server, waits for its standard input to close (this process
-        // ending), then stops the server and removes the directory.
+        // From here on a shell owns the directory: it waits for a line on its standard input,
+        // starts the server on `start`, then waits for its standard input to close (this
+        // process ending, however it ends), stops the server and removes the directory. A
+        // signal to the shell (its process group ending) does the same.
         let script = format!(
-            "'{postgres}' -D '{data}' > '{dir}/log' 2>&1 & pid=$!; read line; \
-             kill -INT $pid; wait $pid; rm -rf '{dir}'",
+            "stop() {{ [ -n \"$pid\" ] && kill -INT $pid && wait $pid; rm -rf '{dir}'; exit; }}; \
+             trap stop HUP INT TERM; read go; [ \"$go\" = start ] || stop; \
+             '{postgres}' -D '{data}' > '{dir}/log' 2>&1 & pid=$!; read line; stop",
             postgres = bin.join("postgres").display(),
             data = data.display(),
             dir = dir.display(),
@@ -201,12 +155,57 @@ impl Cluster {
             command.args(["-c", &script]);
             command
         };
-        let keeper = keeper
+        let mut keeper = keeper
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("the cluster's shell starts");
+        let port = free_port();
+        let mut conf = format!(
+            "listen_addresses = '127.0.0.1'\nport = {port}\nunix_socket_directories = '{}'\n\
+             fsync = off\nmax_connections = 60\npassword_encryption = 'scram-sha-256'\n",
+            dir.display()
+        );
+        let mut hba = String::from("local all all trust\n");
+        if let Some(ca) = tls {
+            let (cert, key) = ca.localhost();
+            std::fs::write(dir.join("server.crt"), cert).unwrap();
+            std::fs::write(dir.join("server.key"), key).unwrap();
+            std::fs::write(dir.join("ca.pem"), &ca.pem).unwrap();
+            let mut chmod = Command::new("chmod");
+            chmod.arg("600").arg(dir.join("server.key"));
+            run(chmod, "chmod of the server key");
+            chown(&dir);
+            conf.push_str(&format!(
+                "ssl = on\nssl_cert_file = '{0}/server.crt'\nssl_key_file = '{0}/server.key'\n",
+                dir.display()
+            ));
+            hba.push_str(
+                "hostssl all scram 127.0.0.1/32 scram-sha-256\n\
+                 hostssl all all 127.0.0.1/32 trust\n\
+                 host all all 127.0.0.1/32 reject\n",
+            );
+        } else {
+            hba.push_str("host all all 127.0.0.1/32 trust\n");
+        }
+        let mut initdb = pg_command(&bin, "initdb");
+        initdb
+            .args(["-U", "postgres", "-A", "trust", "--no-sync", "-D"])
+            .arg(&data);
+        run(initdb, "initdb");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .unwrap();
+        file.write_all(conf.as_bytes()).unwrap();
+        std::fs::write(data.join("pg_hba.conf"), hba).unwrap();
+        keeper
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(b"start\n")
+            .expect("the cluster's shell listens");
         let cluster = Self {
             port,
             dir,

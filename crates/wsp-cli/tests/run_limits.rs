@@ -1,8 +1,9 @@
 //! `wsp serve --max-open-runs / --max-pinned-bytes`: open runs are bounded on every backend,
 //! so runs taken between big writes can no longer grow the store without limit.
 //!
-//! The PostgreSQL test needs `WSP_TEST_POSTGRES_URL`; without it the test fails and says why,
-//! unless `WSP_SKIP_POSTGRES=1` is set, in which case it prints loudly that it did not run.
+//! The PostgreSQL test runs against `WSP_TEST_POSTGRES_URL`, or else the throwaway cluster that
+//! the test binaries of this `cargo test` share (see `wsp-pgtest`); without either it fails
+//! with one line saying what to do.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -213,27 +214,16 @@ async fn the_open_run_cap_is_a_flag_and_is_advertised() {
     assert!(!out.status.success());
 }
 
-fn database_url() -> Option<String> {
-    match std::env::var("WSP_TEST_POSTGRES_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ if std::env::var("WSP_SKIP_POSTGRES").as_deref() == Ok("1") => {
-            eprintln!("SKIPPED: PostgreSQL tests not run (WSP_SKIP_POSTGRES=1)");
-            None
-        }
-        _ => panic!(
-            "WSP_TEST_POSTGRES_URL is not set: this test needs PostgreSQL \
-             (e.g. postgres://postgres@127.0.0.1:5432/test); set WSP_SKIP_POSTGRES=1 to skip it"
-        ),
-    }
+/// The database URL (see the module docs); panics with one line when there is none.
+fn database_url() -> String {
+    wsp_pgtest::database_url().to_owned()
 }
 
 /// Three replicas on one PostgreSQL schema, 30 `POST /v1/runs` racing through all of them:
 /// the cap is kept by the database, so exactly `--max-open-runs` start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_racing_to_start_runs_never_exceed_the_cap() {
-    let Some(db) = database_url() else {
-        return;
-    };
+    let db = database_url();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

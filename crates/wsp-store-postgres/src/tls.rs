@@ -520,8 +520,8 @@ pub(crate) struct Connect {
     trusted: Arc<str>,
 }
 
-/// A failed TLS handshake, in rustls's words (and, for a refused certificate, which CAs it was
-/// checked against).
+/// A failed TLS handshake, in rustls's words (and, for a certificate no trusted CA signed, which
+/// CAs those were).
 #[derive(Debug)]
 pub(crate) struct HandshakeError(String);
 
@@ -551,13 +551,16 @@ where
                 .await
                 .map(TlsStream)
                 .map_err(|e| {
-                    let certificate = e.get_ref().is_some_and(|inner| {
+                    // A certificate no trusted CA signed: say which CAs those were.
+                    let unknown_issuer = e.get_ref().is_some_and(|inner| {
                         matches!(
                             inner.downcast_ref::<rustls::Error>(),
-                            Some(rustls::Error::InvalidCertificate(_))
+                            Some(rustls::Error::InvalidCertificate(
+                                CertificateError::UnknownIssuer
+                            ))
                         )
                     });
-                    HandshakeError(if certificate {
+                    HandshakeError(if unknown_issuer {
                         format!("{e} ({})", self.trusted)
                     } else {
                         e.to_string()

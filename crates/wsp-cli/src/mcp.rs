@@ -212,7 +212,7 @@ fn open_store(
 ) -> Result<Arc<dyn WorkspaceStore>, CliError> {
     let data: &Path = &args.data;
     let fail = |e: &dyn std::fmt::Display| unusable_data_dir(data, e);
-    std::fs::create_dir_all(data).map_err(|e| fail(&e))?;
+    crate::location::prepare_data_dir(data)?;
     let store =
         SqliteStore::open(&data.join("wsp.sqlite3"), args.limits.limits()).map_err(|e| fail(&e))?;
     Ok(Arc::new(RedactingStore::new(Arc::new(store), secrets)))

@@ -140,3 +140,36 @@ fn a_data_directory_the_user_made_keeps_its_mode_and_warns_when_others_may_write
         "{log}"
     );
 }
+
+/// `wsp mcp` creates the data directory of its virtual mounts as `wsp serve` does: 0700, with
+/// its SQLite file 0600, whatever the umask.
+#[test]
+fn wsp_mcp_creates_its_data_directory_private() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("nested").join("wsp-data");
+    let mounts = tmp.path().join("mounts.toml");
+    std::fs::write(
+        &mounts,
+        "[[workspace]]\npath = \"/scratch\"\nscope = \"rw\"\nmount = { virtual = \"scratch\" }\n",
+    )
+    .unwrap();
+    // stdin closed at once: the server opens its store, then ends with the session.
+    let out = Command::new("sh")
+        .args(["-c", r#"umask 0 && exec "$0" "$@""#, WSP])
+        .args(["mcp", "--mounts"])
+        .arg(&mounts)
+        .arg("--data")
+        .arg(&data)
+        .env("WSP_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        data.join("wsp.sqlite3").exists(),
+        "wsp mcp opened no store: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(mode(&data), "700", "the data directory");
+    assert_eq!(mode(&tmp.path().join("nested")), "700", "a parent it created");
+    assert_eq!(mode(&data.join("wsp.sqlite3")), "600", "the database");
+}

@@ -46,7 +46,7 @@ pub enum AgentsCommand {
         /// The shared agent whose workspace receives the copy.
         #[arg(long = "to", value_name = "AGENT_ID")]
         target_agent_id: String,
-        /// Where the copy lands (default: the same path).
+        /// Where the copy lands: under the shared agent's publish prefix (default: inbox/PATH).
         #[arg(long)]
         target_path: Option<String>,
     },
@@ -133,7 +133,7 @@ pub struct ApprovalArgs {
     /// The workspace within the tenant.
     #[arg(long)]
     workspace: String,
-    /// The server's configuration file: packs must be declared in its [agents] section.
+    /// The server's configuration file: packs must be declared in its agents table.
     #[arg(long)]
     config: Option<PathBuf>,
     /// Pack names.
@@ -340,7 +340,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Pack names must be identifiers and, with --config, declared in its [agents] section.
+/// Pack names must be identifiers and, with --config, declared in its agents table.
 fn check_packs(a: &ApprovalArgs) -> Result<(), CliError> {
     for pack in &a.packs {
         OwnerId::parse(pack).map_err(|e| CliError(format!("pack {pack:?}: {e}")))?;

@@ -82,7 +82,7 @@ pub struct McpConnArgs {
     #[arg(long = "allow-host", value_name = "HOST", env = "WSP_MCP_ALLOW_HOST", value_delimiter = ',', value_parser = valid_host)]
     allow_host: Vec<String>,
     /// A browser `Origin` allowed to call the server besides loopback origins:
-    /// https://NAME[:PORT] or http://NAME[:PORT]. Repeatable; WSP_MCP_ALLOW_ORIGIN takes a
+    /// https://NAME or https://NAME:PORT (or http://). Repeatable; WSP_MCP_ALLOW_ORIGIN takes a
     /// comma-separated list. Requests carrying any other Origin are refused (403).
     #[arg(long = "allow-origin", value_name = "ORIGIN", env = "WSP_MCP_ALLOW_ORIGIN", value_delimiter = ',', value_parser = valid_origin)]
     allow_origin: Vec<String>,

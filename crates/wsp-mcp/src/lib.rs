@@ -7,7 +7,7 @@
 //! `isError: true` whose text and structured content carry the error code and the model-facing
 //! message (which never shows a host path). The server `instructions` carry the filesystem map.
 //!
-//! - [`McpServer::files`] serves the `files` profile of a [`Vfs`]; [`McpServer::items`] the
+//! - [`McpServer::files`] serves the `files` profile of a [`Vfs`](wsp_vfs::Vfs); [`McpServer::items`] the
 //!   `items` profile (seed 001's keyed items). An empty mount table lists no tools.
 //! - [`McpServer::serve_stdio`] speaks MCP on stdin/stdout (nothing else may write to stdout);
 //!   [`McpServer::serve_http`] serves streamable HTTP at `/mcp` in an axum router

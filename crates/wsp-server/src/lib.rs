@@ -5,7 +5,7 @@
 //! every store call comes from the credential alone.
 //!
 //! Host authors mount [`router`] inside their own app and plug their own [`Authenticator`],
-//! [`SecretSource`] and [`WorkspaceStore`](wsp_store::WorkspaceStore):
+//! [`SecretSource`] and [`WorkspaceStore`]:
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {

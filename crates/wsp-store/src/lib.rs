@@ -7,7 +7,7 @@
 //!
 //! This crate holds the [`WorkspaceStore`] trait, the [`MemoryStore`] backend, WSR-1 secret
 //! redaction ([`Redactor`]) and, behind the `battery` feature, the test battery every backend
-//! runs ([`battery_tests!`]).
+//! runs (`battery_tests!`).
 
 pub mod approvals;
 #[cfg(any(test, feature = "battery"))]
@@ -28,7 +28,7 @@ use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
 pub use idempotency::{IdempotencyRecords, MemoryIdempotency};
 pub use memory::MemoryStore;
-pub use redact::{Redactor, Secret, SecretError};
+pub use redact::{MIN_SECRET_LEN, Redactor, Secret, SecretError};
 pub use redacting::{RedactingStore, SecretSource, TenantSecrets, refuse_secret};
 pub use snapshot_quota::{QuotaExceeded, SnapshotQuota, SnapshotUsage};
 
@@ -264,7 +264,7 @@ impl StoreFeatures {
 
 /// A versioned, owner-scoped workspace file store.
 ///
-/// Semantics every backend follows (and [`battery_tests!`] checks):
+/// Semantics every backend follows (and the battery, `battery_tests!`, checks):
 /// - The first write of a path is version 1; each write adds exactly 1.
 /// - A delete tombstones the live file; a later write starts a new life at version 1 whose
 ///   etags never equal an etag of an earlier life, so a stale `If-Match` can never succeed.

@@ -16,5 +16,5 @@ pub mod wire;
 pub use error::{ErrorCode, LimitKind};
 pub use etag::ETag;
 pub use owner::{Owner, OwnerId, OwnerIdError};
-pub use path::{PathError, WorkspacePath, WorkspacePrefix};
+pub use path::{MAX_PATH_LEN, PathError, WorkspacePath, WorkspacePrefix};
 pub use scope::{Scope, ScopeError, Scopes};

@@ -345,7 +345,7 @@ async def main() -> int:
             async with Client(stdio_params(wsp, shared)) as client:
                 names = [t.name for t in (await client.list_tools()).tools]
                 expect("workspace_publish" not in names, f"shared agent tools {names}")
-                read = await call_ok(client, "workspace_read", {"key": "recipe"})
+                read = await call_ok(client, "workspace_read", {"key": "inbox/recipe"})
                 expect("soup" in read, f"published item: {read!r}")
 
         await checks.run("stdio items profile: tool sets, publish one way", items_profile)

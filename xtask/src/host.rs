@@ -126,8 +126,8 @@ const PRIVATE_AGENT: &str = "wsp.conformance.main";
 /// Text that only the agents' system prompt references hold: never served.
 const PROMPT_MARKER: &str = "wsp-conformance-prompt-ref-9d1c";
 
-/// The `[agents]` section: two packs, one approved by `default/default` (owner A), none by
-/// owner B's tenant.
+/// The `[agents]` section: two packs, one approved by `default/default` (owner A), the other by
+/// the publisher's workspace `default/user-conformance-user`, none by owner B's tenant.
 fn agents_toml(install_scope: &str) -> String {
     format!(
         r#"
@@ -168,6 +168,12 @@ system_prompt_ref = "prompts/main-{PROMPT_MARKER}.md"
 tenant = "default"
 workspace = "default"
 packs = ["wsp.conformance.reviewers"]
+
+# The publisher's workspace approves the shared agent, which publishing needs under "tenant".
+[[agents.approvals]]
+tenant = "default"
+workspace = "user-conformance-user"
+packs = ["wsp.conformance.kitchen"]
 "#
     )
 }

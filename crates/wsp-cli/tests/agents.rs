@@ -389,6 +389,20 @@ fn agent_keys_publish_one_way_into_shared_workspaces() {
         "--key",
         &main,
     ]);
+    // Under install_scope tenant, the publisher's workspace must approve the shared agent's pack.
+    ok(&[
+        "agents",
+        "approve",
+        "--data",
+        &data,
+        "--config",
+        &config,
+        "--tenant",
+        "t-a",
+        "--workspace",
+        "user-u1",
+        "acme.kitchen",
+    ]);
     let out = ok(&[
         "agents",
         "publish",
@@ -401,10 +415,18 @@ fn agent_keys_publish_one_way_into_shared_workspaces() {
         &main,
     ]);
     assert!(
-        out.contains("published list.md to acme.cook as list.md\tv1"),
+        out.contains("published list.md to acme.cook as inbox/list.md\tv1"),
         "{out}"
     );
-    let copy = ok(&["files", "get", "list.md", "--url", url, "--key", &cook]);
+    let copy = ok(&[
+        "files",
+        "get",
+        "inbox/list.md",
+        "--url",
+        url,
+        "--key",
+        &cook,
+    ]);
     assert_eq!(copy, "buy eggs");
     // The shared agent never sees the private workspace its key names.
     let err = fails(

@@ -514,8 +514,9 @@ async fn with_cleanup<'c>(
     result
 }
 
-/// A 200 publish answer naming `target` and `path`; returns its version.
-fn expect_published(reply: &Reply, target: &str, path: &str) -> Result<u64, Outcome> {
+/// A 200 publish answer naming `target`; returns its version and the path where the copy
+/// landed (the host decides it when the request has no `targetPath`, e.g. under an inbox).
+fn expect_published(reply: &Reply, target: &str) -> Result<(u64, String), Outcome> {
     reply.expect_status(200)?;
     let map = reply.json_object()?;
     let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
@@ -525,28 +526,36 @@ fn expect_published(reply: &Reply, target: &str, path: &str) -> Result<u64, Outc
             "the answer has keys {keys:?}, not path, targetAgentId, version"
         )));
     }
-    if map["targetAgentId"] != json!(target) || map["path"] != json!(path) {
+    if map["targetAgentId"] != json!(target) {
         return Err(reply.fail(format!(
-            "the answer names {} / {}, not {target} / {path}",
-            map["targetAgentId"], map["path"]
+            "the answer names {}, not {target}",
+            map["targetAgentId"]
         )));
     }
-    map["version"]
+    let landed = map["path"]
+        .as_str()
+        .ok_or_else(|| reply.fail("`path` is not a string"))?
+        .to_owned();
+    let version = map["version"]
         .as_u64()
         .filter(|v| *v >= 1)
-        .ok_or_else(|| reply.fail("`version` is not a positive integer"))
+        .ok_or_else(|| reply.fail("`version` is not a positive integer"))?;
+    Ok((version, landed))
 }
 
 /// WS-PUB-001
 pub(crate) async fn publish_private_to_shared(ctx: &Ctx) -> ScenarioResult {
     let p = publishers(ctx)?;
     let path = ctx.path("shopping.md");
-    with_cleanup(&p, &[&path], async {
+    // Where the copy landed, cleaned up in the shared workspace whatever happens.
+    let landed = std::sync::Mutex::new(None::<String>);
+    let result = with_cleanup(&p, &[&path], async {
         p.private.put(&path, "eggs").send().await?.expect_file(&path)?;
         let body = publish_body(&path, &p.shared_id, None);
         let reply = p.private.call("POST", PUBLISH).json(&body).send().await?;
-        let first = expect_published(&reply, &p.shared_id, &path)?;
-        let copy = p.shared.get(&path).send().await?.expect_file(&path)?;
+        let (first, at) = expect_published(&reply, &p.shared_id)?;
+        *landed.lock().unwrap_or_else(|e| e.into_inner()) = Some(at.clone());
+        let copy = p.shared.get(&at).send().await?.expect_file(&at)?;
         if copy.content.as_deref() != Some("eggs") || copy.version != first {
             return Err(Outcome::fail(format!(
                 "the shared agent reads {:?} v{}, expected \"eggs\" v{first}",
@@ -559,22 +568,32 @@ pub(crate) async fn publish_private_to_shared(ctx: &Ctx) -> ScenarioResult {
             .await?
             .expect_file(&path)?;
         let reply = p.private.call("POST", PUBLISH).json(&body).send().await?;
-        let second = expect_published(&reply, &p.shared_id, &path)?;
+        let (second, again) = expect_published(&reply, &p.shared_id)?;
+        if again != at {
+            return Err(reply.fail(format!(
+                "the same publication landed at {again}, the first one at {at}"
+            )));
+        }
         if second != first + 1 {
             return Err(reply.fail(format!(
                 "publishing again created v{second} in the target, expected v{}",
                 first + 1
             )));
         }
-        let copy = p.shared.get(&path).send().await?.expect_file(&path)?;
+        let copy = p.shared.get(&at).send().await?.expect_file(&at)?;
         if copy.content.as_deref() != Some("eggs, milk") {
             return Err(Outcome::fail("the second publication is not what the shared agent reads"));
         }
         Ok(Outcome::pass(
-            "private -> shared: 200 {targetAgentId, path, version}; the copy is a new version there",
+            "private -> shared: 200 {targetAgentId, path, version}; the copy is a new version there, at the path the answer names",
         ))
     })
-    .await
+    .await;
+    let at = landed.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some(at) = at {
+        clean(&[&p.shared], &[&at]).await;
+    }
+    result
 }
 
 /// WS-PUB-002

@@ -63,10 +63,11 @@ fn not_shared(id: &str) -> ApiError {
     ))
 }
 
-fn outside_prefix(target_path: &str, id: &str, prefix: &PublishPrefix) -> ApiError {
+/// The targetPath itself is not repeated: a refused path may hold what must not be echoed.
+fn outside_prefix(id: &str, prefix: &PublishPrefix) -> ApiError {
     forbidden(format!(
-        "targetPath {target_path:?} is outside {prefix}: publications into {id:?}'s workspace \
-         land only under {prefix}"
+        "targetPath is outside {prefix}: publications into {id:?}'s workspace land only under \
+         {prefix}"
     ))
     .with_detail("field", "targetPath")
     .with_detail("allowedPrefix", prefix.as_str())
@@ -181,11 +182,7 @@ pub async fn publish(
             .map_err(|e| match e {
                 PublishError::SourceIsShared | PublishError::SameWorkspace => from_shared(),
                 PublishError::TargetNotShared => not_shared(id),
-                PublishError::OutsidePrefix { prefix } => outside_prefix(
-                    target_path.as_ref().map_or("", WorkspacePath::as_str),
-                    id,
-                    &prefix,
-                ),
+                PublishError::OutsidePrefix { prefix } => outside_prefix(id, &prefix),
                 PublishError::Unplaceable { prefix, error } => ApiError::validation(format!(
                     "without a targetPath the copy of {:?} lands at {prefix}{}, which is not a \
                      valid path ({error}); send a targetPath under {prefix}",

@@ -384,7 +384,8 @@ async fn publishing_host() -> PublishingHost {
              "tool_allowlist": [], "system_prompt_ref": "prompts/main.md"},
             {"id": "acme.cook", "persona": "Cook", "model_class": "general",
              "tool_allowlist": [], "shared": true, "system_prompt_ref": "prompts/cook.md"}
-        ]}]
+        ]}],
+        "approvals": [{"tenant": "tenant-a", "workspace": "user-u1", "packs": ["acme.kitchen"]}]
     }))
     .unwrap();
     let secrets = TenantSecrets::new(HashMap::from([(
@@ -440,7 +441,7 @@ async fn a_secret_in_a_publish_target_path_is_refused_and_content_is_redacted() 
         key,
         &[],
         Some(json!({"path": "list.md", "targetAgentId": "acme.cook",
-                    "targetPath": format!("in/{SECRET}.md")})),
+                    "targetPath": format!("inbox/{SECRET}.md")})),
     )
     .await;
     refused(&answer, "targetPath");
@@ -455,7 +456,8 @@ async fn a_secret_in_a_publish_target_path_is_refused_and_content_is_redacted() 
     .await;
     assert_eq!(status, 200, "{body}");
     let cook = Owner::parse("tenant-a", "agent-acme.cook").unwrap();
-    let copy = host.store.get(&cook, &path, None).await.unwrap();
+    let landed = WorkspacePath::parse("inbox/list.md").unwrap();
+    let copy = host.store.get(&cook, &landed, None).await.unwrap();
     assert_eq!(copy.content, "eggs [REDACTED:openai]");
     assert_eq!(
         host.store

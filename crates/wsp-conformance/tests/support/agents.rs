@@ -1,5 +1,6 @@
-//! Agents for an in-process `wsp-server`: packs, approvals for owner A (`tenant-a/default`),
-//! keys acting as a private and a shared agent, and the matching runner configuration.
+//! Agents for an in-process `wsp-server`: packs, approvals for owner A (`tenant-a/default`) and
+//! for the agent keys' workspace (`tenant-a/user-u1`), keys acting as a private and a shared
+//! agent, and the matching runner configuration.
 
 use std::sync::Arc;
 
@@ -36,7 +37,10 @@ pub fn section(scope: &str) -> AgentsConfig {
             ]}
         ],
         "approvals": [
-            {"tenant": "tenant-a", "workspace": "default", "packs": ["acme.reviewer"]}
+            {"tenant": "tenant-a", "workspace": "default", "packs": ["acme.reviewer"]},
+            // The agent keys' workspace: publishing needs the target approved under "tenant".
+            {"tenant": "tenant-a", "workspace": "user-u1",
+             "packs": ["acme.reviewer", "acme.kitchen"]}
         ]
     }))
     .expect("the section deserializes")

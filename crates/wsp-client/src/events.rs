@@ -15,20 +15,30 @@ pub enum FeedItem {
 
 /// An open feed: call [`EventStream::next`] until it returns `None` (the host closed it).
 ///
-/// Comment lines (keep-alives) and unknown event types are skipped.
+/// Comment lines (keep-alives) and unknown event types are skipped. Lines end with CRLF, LF or
+/// CR, as Server-Sent Events allow, and are decoded only once complete, so how the network cuts
+/// the stream into chunks (inside a UTF-8 character, between a CR and its LF) never changes what
+/// is read.
 #[derive(Debug)]
 pub struct EventStream {
     resp: reqwest::Response,
-    buf: String,
+    /// Bytes received and not yet split into lines.
+    buf: Vec<u8>,
+    /// The lines of the event block being read.
+    block: Vec<String>,
     last_id: Option<u64>,
+    /// The host closed the stream: a CR at the end of `buf` ends its line.
+    ended: bool,
 }
 
 impl EventStream {
     pub(crate) fn new(resp: reqwest::Response) -> Self {
         Self {
             resp,
-            buf: String::new(),
+            buf: Vec::new(),
+            block: Vec::new(),
             last_id: None,
+            ended: false,
         }
     }
 
@@ -40,32 +50,44 @@ impl EventStream {
     /// The next item, `None` when the stream ended.
     pub async fn next(&mut self) -> Option<Result<FeedItem, Error>> {
         loop {
-            if let Some(block) = take_block(&mut self.buf) {
-                match self.parse(&block) {
-                    Some(item) => return Some(item),
-                    None => continue,
-                }
-            }
-            match self.resp.chunk().await {
-                Ok(Some(chunk)) => match std::str::from_utf8(&chunk) {
-                    Ok(text) => self.buf.push_str(&text.replace("\r\n", "\n")),
-                    Err(_) => {
+            while let Some(line) = take_line(&mut self.buf, self.ended) {
+                let line = match String::from_utf8(line) {
+                    Ok(line) => line,
+                    Err(e) => {
                         return Some(Err(Error::UnexpectedBody {
                             status: 200,
                             reason: "the event stream is not UTF-8".into(),
-                            body: excerpt(&chunk),
+                            body: excerpt(e.as_bytes()),
                         }));
                     }
-                },
-                Ok(None) => return None,
+                };
+                if !line.is_empty() {
+                    self.block.push(line);
+                    continue;
+                }
+                let block = std::mem::take(&mut self.block);
+                if block.is_empty() {
+                    continue;
+                }
+                if let Some(item) = self.parse(&block) {
+                    return Some(item);
+                }
+            }
+            if self.ended {
+                // A block the host never finished with a blank line is not an event.
+                return None;
+            }
+            match self.resp.chunk().await {
+                Ok(Some(chunk)) => self.buf.extend_from_slice(&chunk),
+                Ok(None) => self.ended = true,
                 Err(e) => return Some(Err(Error::transport(e))),
             }
         }
     }
 
-    fn parse(&mut self, block: &str) -> Option<Result<FeedItem, Error>> {
+    fn parse(&mut self, block: &[String]) -> Option<Result<FeedItem, Error>> {
         let (mut id, mut event, mut data) = (None, "message", Vec::new());
-        for line in block.lines() {
+        for line in block {
             let (field, value) = line.split_once(':').unwrap_or((line, ""));
             let value = value.strip_prefix(' ').unwrap_or(value);
             match field {
@@ -101,28 +123,55 @@ impl EventStream {
     }
 }
 
-/// Removes and returns the first complete event block (up to a blank line).
-fn take_block(buf: &mut String) -> Option<String> {
-    let end = buf.find("\n\n")?;
-    let block = buf[..end].to_owned();
-    buf.drain(..end + 2);
-    Some(block)
+/// Removes and returns the first complete line of `buf`, without its end (CRLF, LF or CR).
+/// A CR at the very end waits for the next chunk (an LF may follow), unless the stream `ended`.
+fn take_line(buf: &mut Vec<u8>, ended: bool) -> Option<Vec<u8>> {
+    let at = buf.iter().position(|&b| b == b'\n' || b == b'\r')?;
+    let consumed = match (buf[at], buf.get(at + 1)) {
+        (b'\r', Some(b'\n')) => at + 2,
+        (b'\r', None) if !ended => return None,
+        _ => at + 1,
+    };
+    let line = buf[..at].to_vec();
+    buf.drain(..consumed);
+    Some(line)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn lines(input: &[u8], ended: bool) -> (Vec<String>, Vec<u8>) {
+        let mut buf = input.to_vec();
+        let mut out = Vec::new();
+        while let Some(line) = take_line(&mut buf, ended) {
+            out.push(String::from_utf8(line).unwrap());
+        }
+        (out, buf)
+    }
+
     #[test]
-    fn blocks_split_on_blank_lines() {
-        let mut buf =
-            ": keep-alive\n\nid: 1\nevent: workspace.updated\ndata: {}\n\nid: 2".to_owned();
-        assert_eq!(take_block(&mut buf).as_deref(), Some(": keep-alive"));
+    fn lines_end_with_crlf_lf_or_cr() {
         assert_eq!(
-            take_block(&mut buf).as_deref(),
-            Some("id: 1\nevent: workspace.updated\ndata: {}")
+            lines(b"a\r\nb\nc\rd", false),
+            (vec!["a".into(), "b".into(), "c".into()], b"d".to_vec())
         );
-        assert_eq!(take_block(&mut buf), None);
-        assert_eq!(buf, "id: 2");
+        assert_eq!(lines(b"\n\r\n\r", true).0, vec!["", "", ""]);
+    }
+
+    #[test]
+    fn a_cr_at_the_end_waits_for_a_possible_lf() {
+        assert_eq!(lines(b"a\r", false), (vec![], b"a\r".to_vec()));
+        assert_eq!(lines(b"a\r", true), (vec!["a".into()], vec![]));
+    }
+
+    #[test]
+    fn a_character_cut_between_chunks_waits_for_its_line() {
+        let text = "data: é\n".as_bytes();
+        let (first, rest) = text.split_at(7); // inside the two bytes of é
+        let (none, mut buf) = lines(first, false);
+        assert!(none.is_empty());
+        buf.extend_from_slice(rest);
+        assert_eq!(lines(&buf, false).0, vec!["data: é"]);
     }
 }

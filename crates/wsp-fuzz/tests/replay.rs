@@ -78,8 +78,6 @@ fn sse_chunks() {
 /// (`sse_crlf_cut_before_the_last_line_feed_loses_the_event` and
 /// `sse_utf8_character_cut_between_chunks_is_refused`).
 #[test]
-#[ignore = "known bug in wsp-client's change-feed reader: a CRLF or a UTF-8 character cut \
-            across network chunks; run with --ignored, and remove this line with the fix"]
 fn sse_chunks_regressions() {
     replay("regressions", "sse_chunks");
 }

@@ -170,6 +170,10 @@ fn wsp_mcp_creates_its_data_directory_private() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(mode(&data), "700", "the data directory");
-    assert_eq!(mode(&tmp.path().join("nested")), "700", "a parent it created");
+    assert_eq!(
+        mode(&tmp.path().join("nested")),
+        "700",
+        "a parent it created"
+    );
     assert_eq!(mode(&data.join("wsp.sqlite3")), "600", "the database");
 }

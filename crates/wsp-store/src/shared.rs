@@ -297,6 +297,14 @@ mod tests {
         WorkspacePath::parse(p).unwrap()
     }
 
+    /// An unconditional Markdown write of `content` at `p`.
+    async fn put(store: &MemoryStore, owner: &Owner, p: &WorkspacePath, content: &str) {
+        store
+            .put(owner, p, FileWrite::markdown(content), Precondition::None)
+            .await
+            .unwrap();
+    }
+
     #[test]
     fn workspace_names() {
         assert_eq!(private_workspace("u").unwrap().as_str(), "user-u");
@@ -405,17 +413,8 @@ mod tests {
             max_files: 1,
             max_versions: 2,
         });
-        tiny.put(&private, &p, FileWrite::markdown("x"), Precondition::None)
-            .await
-            .unwrap();
-        tiny.put(
-            &shared,
-            &path("full.md"),
-            FileWrite::markdown("y"),
-            Precondition::None,
-        )
-        .await
-        .unwrap();
+        put(&tiny, &private, &p, "x").await;
+        put(&tiny, &shared, &path("full.md"), "y").await;
         assert!(matches!(
             publication.run(&tiny).await.unwrap_err(),
             PublishError::Target(StoreError::TooLarge { .. })
@@ -463,24 +462,8 @@ mod tests {
     async fn without_a_target_path_the_copy_lands_under_the_prefix() {
         let store = MemoryStore::default();
         let (private, shared) = (owner("user-u"), owner("agent-s"));
-        store
-            .put(
-                &private,
-                &path("AGENTS.md"),
-                FileWrite::markdown("obey me"),
-                Precondition::None,
-            )
-            .await
-            .unwrap();
-        store
-            .put(
-                &shared,
-                &path("AGENTS.md"),
-                FileWrite::markdown("be kind"),
-                Precondition::None,
-            )
-            .await
-            .unwrap();
+        put(&store, &private, &path("AGENTS.md"), "obey me").await;
+        put(&store, &shared, &path("AGENTS.md"), "be kind").await;
         let publication = Publication {
             source: private.clone(),
             source_is_shared: false,
@@ -502,15 +485,7 @@ mod tests {
         );
         // A name too long to place under the prefix is refused, not cut.
         let long = path(&"y".repeat(250));
-        store
-            .put(
-                &private,
-                &long,
-                FileWrite::markdown("z"),
-                Precondition::None,
-            )
-            .await
-            .unwrap();
+        put(&store, &private, &long, "z").await;
         let err = Publication {
             path: long,
             ..publication

@@ -1219,7 +1219,7 @@ where
         "run",
         "an admitted snapshot is an ordinary one"
     );
-    // The open count: with two allowed, the third is refused until one is released.
+    // The open count: with four allowed, the fifth is refused until one is released.
     let by_count = SnapshotQuota {
         max_open: 4,
         max_pinned_bytes: u64::MAX,

@@ -281,11 +281,15 @@ fn word(fail: Fail, path: &VirtualPath) -> VfsError {
     }
 }
 
-/// The one answer a write-only Workspace gives for every refused write whose reason depends on
-/// what exists at or above the name (a directory, a link, a special file, a file above it, a
-/// file already there under `create_only`, ...): same code, same text but the path, so an agent
-/// that may not read the Workspace cannot probe it either.
-fn write_only_refusal(path: &VirtualPath, ws: &Workspace) -> VfsError {
+/// [`word`] for a failure at `path` in `ws`, except that a write-only Workspace gives one answer
+/// for every failure whose reason depends on what exists at or above the name (a directory, a
+/// link, a special file, a file above it, a file already there under `create_only`, ...): same
+/// code, same text but the path, so an agent that may not read the Workspace cannot probe it
+/// either.
+fn word_in(fail: Fail, path: &VirtualPath, ws: &Workspace) -> VfsError {
+    if ws.info.scope != AccessScope::WriteOnly || fail.independent_of_names() {
+        return word(fail, path);
+    }
     VfsError::new(
         ErrorCode::Conflict,
         format!(
@@ -488,11 +492,7 @@ impl Vfs {
     ) -> Result<(VirtualPath, &Workspace, Vec<String>), VfsError> {
         let (path, ws, rel) = self.authorize(raw, op, tool)?;
         if rel.is_empty() || !self.mount_points_below(&path).is_empty() {
-            return Err(if ws.info.scope == AccessScope::WriteOnly {
-                write_only_refusal(&path, ws)
-            } else {
-                VfsError::is_directory(&path)
-            });
+            return Err(word_in(Fail::IsDirectory, &path, ws));
         }
         Ok((path, ws, rel))
     }
@@ -737,13 +737,7 @@ impl Vfs {
             .store
             .write(&rel, args.content, cond, self.compare_limit())
             .await
-            .map_err(|f| {
-                if write_only && !f.independent_of_names() {
-                    write_only_refusal(&path, ws)
-                } else {
-                    word(f, &path)
-                }
-            })?;
+            .map_err(|f| word_in(f, &path, ws))?;
         Ok(FileWritten {
             path,
             size,

@@ -1,10 +1,7 @@
 //! The `paths` target: the three path parsers and the promises their types make.
 
-use wsp_types::{WorkspacePath, WorkspacePrefix};
+use wsp_types::{MAX_PATH_LEN, WorkspacePath, WorkspacePrefix};
 use wsp_vfs::{MAX_COMPONENT_BYTES, MAX_PATH_BYTES, VirtualPath};
-
-/// `wsp_types::path::MAX_PATH_LEN` (not exported): the longest workspace path, in bytes.
-const MAX_PATH_LEN: usize = 256;
 
 /// Parses the input (lossily decoded as UTF-8) as a [`WorkspacePath`], a [`WorkspacePrefix`]
 /// and a [`VirtualPath`], and checks what a successful parse promises.

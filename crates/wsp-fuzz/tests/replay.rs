@@ -72,13 +72,6 @@ fn http_requests() {
 #[test]
 fn sse_chunks() {
     replay("corpus", "sse_chunks");
-}
-
-/// The inputs the fuzzer found for the known bug of `tests/regressions.rs`
-/// (`sse_crlf_cut_before_the_last_line_feed_loses_the_event` and
-/// `sse_utf8_character_cut_between_chunks_is_refused`).
-#[test]
-fn sse_chunks_regressions() {
     replay("regressions", "sse_chunks");
 }
 

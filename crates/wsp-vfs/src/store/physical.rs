@@ -234,7 +234,12 @@ impl PhysicalStore {
     pub fn etag(&self, rel: &[String], max: u64) -> Result<ETag, Fail> {
         let rel = self.resolve(rel, true)?;
         let (dir, name) = self.open_parent(&rel, false)?;
-        let (file, meta) = self.open_file(&dir, name)?;
+        self.etag_in(&dir, name, max)
+    }
+
+    /// [`Self::etag`] of the file `name` in `dir`.
+    fn etag_in(&self, dir: &Dir, name: &str, max: u64) -> Result<ETag, Fail> {
+        let (file, meta) = self.open_file(dir, name)?;
         if meta.len() > max {
             return Err(Fail::TooLargeToCompare { max });
         }
@@ -263,13 +268,7 @@ impl PhysicalStore {
             Some((EntryKind::File, meta)) => Some(meta),
         };
         let current = match (&existing, cond) {
-            (Some(_), WriteCondition::IfMatch(_)) => {
-                let (file, meta) = self.open_file(&dir, name)?;
-                if meta.len() > max_compare {
-                    return Err(Fail::TooLargeToCompare { max: max_compare });
-                }
-                Some(stream_etag(file, max_compare)?)
-            }
+            (Some(_), WriteCondition::IfMatch(_)) => Some(self.etag_in(&dir, name, max_compare)?),
             // Other conditions look only at whether a file is there, so its content is not read
             // (a hard-linked file may be replaced without being read).
             (Some(_), _) => Some(ETag::from_wire("\"present\"")),

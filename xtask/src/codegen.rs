@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use typify::{TypeSpace, TypeSpaceImpl, TypeSpaceSettings};
 
 use crate::Result;
-use crate::project::{ensure_file_contents, project_root};
+use crate::project::{cargo, ensure_file_contents, project_root};
 use crate::schemas;
 
 /// The generated file, relative to the project root.
@@ -63,7 +63,7 @@ pub(crate) const MOUNTS_SCHEMA: &str = "schemas/config/mounts.schema.json";
 /// Writes (or, under `check`, verifies) the mount table's schema, printed by the
 /// `mount_table_schema` example of wsp-vfs: a subprocess, so xtask never links wsp-vfs.
 fn mount_table_schema(check: bool) -> Result<()> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let out = Command::new(cargo())
         .args([
             "run",
             "--quiet",

@@ -1,7 +1,6 @@
 //! `cargo xtask conformance`: the whole suite against `wsp serve` on every backend (memory,
 //! SQLite, PostgreSQL).
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use crate::Result;
@@ -28,26 +27,7 @@ fn backends(failed: &mut Vec<String>) -> Vec<(String, Vec<String>)> {
 /// that it links no wsp crate; the program names the server on stderr, or says in one line
 /// why there is none.
 fn postgres_url() -> Result<String> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "wsp-pgtest",
-            "--bin",
-            "wsp-pgtest",
-        ])
-        .current_dir(project_root())
-        .status()
-        .map_err(|e| format!("cannot run cargo build: {e}"))?;
-    if !status.success() {
-        return Err("cargo build -p wsp-pgtest failed".into());
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| project_root().join("target"), PathBuf::from);
-    let program = target
-        .join("debug")
-        .join(format!("wsp-pgtest{}", std::env::consts::EXE_SUFFIX));
+    let program = host::build_binary("wsp-pgtest", "wsp-pgtest")?;
     let out = Command::new(&program)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())

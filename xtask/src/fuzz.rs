@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::Result;
-use crate::project::project_root;
+use crate::project::{cargo, project_root};
 
 /// The cargo-fuzz release the task installs and expects.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
@@ -168,10 +168,6 @@ fn cargo_fuzz(root: &Path) -> Result<PathBuf> {
         return Err(format!("installing cargo-fuzz {CARGO_FUZZ_VERSION} failed ({status})").into());
     }
     Ok(local)
-}
-
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
 /// Builds the targets (all of them in one cargo run when every target is wanted).

@@ -7,32 +7,35 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::Result;
-use crate::project::project_root;
+use crate::project::{cargo, project_root};
 
 /// A secret configured for owner A's tenant, so WSR-1 can be observed.
 pub(crate) const SECRET_ID: &str = "conformance-secret";
 /// Its value.
 pub(crate) const SECRET_VALUE: &str = "wsp-conformance-secret-value-42";
 
+/// Builds the program `bin` of `package` (debug profile) and returns its path.
+pub(crate) fn build_binary(package: &str, bin: &str) -> Result<PathBuf> {
+    let status = Command::new(cargo())
+        .args(["build", "--quiet", "-p", package, "--bin", bin])
+        .current_dir(project_root())
+        .status()
+        .map_err(|e| format!("cannot run cargo build: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build -p {package} failed").into());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| project_root().join("target"), PathBuf::from);
+    Ok(target
+        .join("debug")
+        .join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
+}
+
 /// Builds `wsp` once per xtask run and returns its path.
 pub(crate) fn wsp_binary() -> Result<PathBuf> {
     static BUILT: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "--quiet", "-p", "wsp-cli", "--bin", "wsp"])
-                .current_dir(project_root())
-                .status()
-                .map_err(|e| format!("cannot run cargo build: {e}"))?;
-            if !status.success() {
-                return Err("cargo build -p wsp-cli failed".into());
-            }
-            let target = std::env::var_os("CARGO_TARGET_DIR")
-                .map_or_else(|| project_root().join("target"), PathBuf::from);
-            Ok(target
-                .join("debug")
-                .join(format!("wsp{}", std::env::consts::EXE_SUFFIX)))
-        })
+        .get_or_init(|| build_binary("wsp-cli", "wsp").map_err(|e| e.to_string()))
         .clone()
         .map_err(Into::into)
 }

@@ -14,6 +14,11 @@ pub(crate) fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The cargo that runs this task (`CARGO`), or `cargo` from `PATH`.
+pub(crate) fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
 /// Makes `relative` (from the project root) hold exactly `contents`.
 ///
 /// Without `check` the file is written when it differs (and left untouched otherwise). With

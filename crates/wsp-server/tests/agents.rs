@@ -141,6 +141,11 @@ async fn key(
 
 /// A host with the agents of [`agents_config`] under `scope`, or none.
 async fn start(scope: Option<&str>) -> Host {
+    start_with(scope.map(agents_config)).await
+}
+
+/// A host serving the agents of `config`, or none.
+async fn start_with(config: Option<AgentsConfig>) -> Host {
     let registry = Arc::new(MemoryKeyRegistry::default());
     let read: Scopes = [Scope::WorkspaceRead].into_iter().collect();
     let keys = Keys {
@@ -208,8 +213,8 @@ async fn start(scope: Option<&str>) -> Host {
         Arc::new(KeyAuthenticator::new(registry)),
         ServerConfig::default(),
     );
-    if let Some(scope) = scope {
-        let agents = ConfigAgentRegistry::from_config(&agents_config(scope))
+    if let Some(config) = config {
+        let agents = ConfigAgentRegistry::from_config(&config)
             .unwrap()
             .with_stored_approvals(approvals.clone());
         state = state.with_agents(Arc::new(agents));
@@ -958,37 +963,8 @@ async fn publish_lands_under_the_target_agents_prefix_only() {
 async fn the_publish_prefix_is_configured_per_agent() {
     let mut config = agents_config("host");
     config.packs[1].agents[1].publish_prefix = Some("shared/from-users/".into());
-    let store = Arc::new(MemoryStore::new(Limits::default()));
-    let registry = Arc::new(MemoryKeyRegistry::default());
-    let main = key(
-        &registry,
-        "tenant-a",
-        "user-u1",
-        Some("acme.main"),
-        Scopes::all(),
-    )
-    .await;
-    let cook = key(
-        &registry,
-        "tenant-a",
-        "user-u1",
-        Some("acme.cook"),
-        Scopes::all(),
-    )
-    .await;
-    let state = AppState::new(
-        store,
-        Arc::new(KeyAuthenticator::new(registry)),
-        ServerConfig::default(),
-    )
-    .with_agents(Arc::new(ConfigAgentRegistry::from_config(&config).unwrap()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (_tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(wsp_server::serve(listener, state, async move {
-        let _ = rx.await;
-    }));
-    let main = Client::new(&base).unwrap().with_key(main);
+    let host = start_with(Some(config)).await;
+    let main = host.client(&host.keys.main);
     main.put(&p("list.md"), "eggs", PutOptions::default())
         .await
         .unwrap();
@@ -1009,7 +985,7 @@ async fn the_publish_prefix_is_configured_per_agent() {
         err.api().unwrap().detail("allowedPrefix"),
         Some(&json!("shared/from-users/"))
     );
-    let cook = Client::new(&base).unwrap().with_key(cook);
+    let cook = host.client(&host.keys.cook);
     let listed: Vec<String> = cook
         .list(None)
         .await

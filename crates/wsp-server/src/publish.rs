@@ -171,7 +171,7 @@ pub async fn publish(
             source_is_shared,
             path: path.clone(),
             target,
-            target_path: target_path.clone(),
+            target_path,
             prefix: agent.map(|a| a.publish_prefix).unwrap_or_default(),
             author: Some(caller.principal.clone()),
         };

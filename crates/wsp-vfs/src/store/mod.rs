@@ -26,8 +26,9 @@ pub enum EntryKind {
     Symlink,
 }
 
-/// One name in a directory, as a Store reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One name in a directory, as a Store reports it; ordered by name first (names in one
+/// directory are unique, so by name alone there).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct RawEntry {
     pub name: String,
     pub kind: EntryKind,

@@ -392,34 +392,11 @@ fn walk_dir(
     }
 }
 
-/// A directory entry ordered by name alone (names in one directory are unique).
-struct ByName(RawEntry);
-
-impl PartialEq for ByName {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.name == other.0.name
-    }
-}
-
-impl Eq for ByName {}
-
-impl PartialOrd for ByName {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for ByName {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.name.cmp(&other.0.name)
-    }
-}
-
 /// The `keep` addressable entries of `dir` first by name, sorted; special files are left out.
 /// However many entries the directory has, at most `keep + 1` are held at once (a heap of the
 /// smallest names so far). Kinds come from the directory entries themselves; sizes are not read.
 fn read_entries(dir: &Dir, keep: usize) -> Result<Vec<RawEntry>, Fail> {
-    let mut smallest: BinaryHeap<ByName> = BinaryHeap::new();
+    let mut smallest: BinaryHeap<RawEntry> = BinaryHeap::new();
     for entry in dir.entries().map_err(|e| classify(&e))? {
         let Ok(entry) = entry else { continue };
         let Ok(name) = entry.file_name().into_string() else {
@@ -428,7 +405,7 @@ fn read_entries(dir: &Dir, keep: usize) -> Result<Vec<RawEntry>, Fail> {
         if !addressable(&name) {
             continue;
         }
-        if smallest.len() >= keep && smallest.peek().is_none_or(|top| name >= top.0.name) {
+        if smallest.len() >= keep && smallest.peek().is_none_or(|top| name >= top.name) {
             continue;
         }
         let Ok(ft) = entry.file_type() else { continue };
@@ -442,16 +419,12 @@ fn read_entries(dir: &Dir, keep: usize) -> Result<Vec<RawEntry>, Fail> {
         } else {
             continue;
         };
-        smallest.push(ByName(RawEntry { name, kind, size }));
+        smallest.push(RawEntry { name, kind, size });
         if smallest.len() > keep {
             smallest.pop();
         }
     }
-    Ok(smallest
-        .into_sorted_vec()
-        .into_iter()
-        .map(|e| e.0)
-        .collect())
+    Ok(smallest.into_sorted_vec())
 }
 
 /// A new, uniquely named temporary file in `dir`, created with the permission bits `mode` (less

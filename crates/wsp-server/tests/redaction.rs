@@ -117,6 +117,22 @@ async fn call(
     )
 }
 
+/// One request with tenant A's key and no other header.
+async fn call_a(s: &TestServer, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    call(&s.base, method, path, &s.key_a, &[], body).await
+}
+
+/// A `put` through the test seam into tenant A's `default` workspace, with `fields` (the path,
+/// the content, ...) added to the operation.
+async fn seam_put(s: &TestServer, fields: Value) -> (u16, Value) {
+    let Value::Object(fields) = fields else {
+        panic!("fields are an object: {fields}");
+    };
+    let mut op = json!({"tenant": "tenant-a", "workspace": "default", "op": "put"});
+    op.as_object_mut().unwrap().extend(fields);
+    call_a(s, "POST", "/v1/host/sample/workspace/op", Some(op)).await
+}
+
 /// Asserts a 400 refusal naming `field` whose body never shows the secret.
 fn refused(answer: &(u16, Value), field: &str) {
     let (status, body) = answer;
@@ -132,15 +148,7 @@ fn refused(answer: &(u16, Value), field: &str) {
 }
 
 async fn live_paths(s: &TestServer) -> Vec<String> {
-    let (status, list) = call(
-        &s.base,
-        "GET",
-        "/v1/host/workspace/files",
-        &s.key_a,
-        &[],
-        None,
-    )
-    .await;
+    let (status, list) = call_a(s, "GET", "/v1/host/workspace/files", None).await;
     assert_eq!(status, 200, "{list}");
     list["files"]
         .as_array()
@@ -160,20 +168,13 @@ async fn a_secret_in_the_path_is_refused_and_nothing_is_stored() {
         format!("/v1/host/workspace/files/notes%2F{SECRET}.md"),
         format!("/v1/host/workspace/files/{encoded}"),
     ] {
-        let answer = call(&s.base, "PUT", &path, &s.key_a, &[], Some(body.clone())).await;
+        let answer = call_a(&s, "PUT", &path, Some(body.clone())).await;
         refused(&answer, "path");
     }
     // The test seam writes through the same store.
-    let answer = call(
-        &s.base,
-        "POST",
-        "/v1/host/sample/workspace/op",
-        &s.key_a,
-        &[],
-        Some(
-            json!({"tenant": "tenant-a", "workspace": "default", "op": "put",
-                    "path": format!("x-{SECRET}"), "content": "harmless"}),
-        ),
+    let answer = seam_put(
+        &s,
+        json!({"path": format!("x-{SECRET}"), "content": "harmless"}),
     )
     .await;
     refused(&answer, "path");
@@ -194,26 +195,17 @@ async fn a_secret_in_the_path_is_refused_and_nothing_is_stored() {
 #[tokio::test]
 async fn a_secret_in_the_content_type_is_refused() {
     let s = server().await;
-    let answer = call(
-        &s.base,
+    let answer = call_a(
+        &s,
         "PUT",
         "/v1/host/workspace/files/a.md",
-        &s.key_a,
-        &[],
         Some(json!({"content": "x", "contentType": format!("text/plain; token={SECRET}")})),
     )
     .await;
     refused(&answer, "contentType");
-    let answer = call(
-        &s.base,
-        "POST",
-        "/v1/host/sample/workspace/op",
-        &s.key_a,
-        &[],
-        Some(
-            json!({"tenant": "tenant-a", "workspace": "default", "op": "put",
-                    "path": "a.md", "content": "x", "contentType": format!("text/{SECRET}")}),
-        ),
+    let answer = seam_put(
+        &s,
+        json!({"path": "a.md", "content": "x", "contentType": format!("text/{SECRET}")}),
     )
     .await;
     refused(&answer, "contentType");
@@ -235,12 +227,10 @@ async fn a_secret_in_the_idempotency_key_is_refused() {
     .await;
     refused(&put, "Idempotency-Key");
     assert!(live_paths(&s).await.is_empty());
-    let (status, _) = call(
-        &s.base,
+    let (status, _) = call_a(
+        &s,
         "PUT",
         "/v1/host/workspace/files/a.md",
-        &s.key_a,
-        &[],
         Some(json!({"content": "x"})),
     )
     .await;
@@ -261,22 +251,18 @@ async fn a_secret_in_the_idempotency_key_is_refused() {
 #[tokio::test]
 async fn a_secret_in_a_workflow_id_is_refused() {
     let s = server().await;
-    let answer = call(
-        &s.base,
+    let answer = call_a(
+        &s,
         "POST",
         "/v1/runs",
-        &s.key_a,
-        &[],
         Some(json!({"workflowId": format!("deploy-{SECRET}")})),
     )
     .await;
     refused(&answer, "workflowId");
-    let (status, _) = call(
-        &s.base,
+    let (status, _) = call_a(
+        &s,
         "POST",
         "/v1/runs",
-        &s.key_a,
-        &[],
         Some(json!({"workflowId": "deploy"})),
     )
     .await;
@@ -292,34 +278,19 @@ async fn every_normalization_form_of_a_secret_is_redacted() {
     for (name, text) in [("nfc", ACCENTED), ("nfd", nfd), ("wide", wide)] {
         let content = format!("before {text} after");
         let path = format!("/v1/host/workspace/files/{name}.md");
-        let (status, stored) = call(
-            &s.base,
-            "PUT",
-            &path,
-            &s.key_a,
-            &[],
-            Some(json!({ "content": content })),
-        )
-        .await;
+        let (status, stored) = call_a(&s, "PUT", &path, Some(json!({ "content": content }))).await;
         assert_eq!(status, 200, "{stored}");
         assert_eq!(
             stored["content"], "before [REDACTED:accented] after",
             "{name}"
         );
-        let (_, read) = call(&s.base, "GET", &path, &s.key_a, &[], None).await;
+        let (_, read) = call_a(&s, "GET", &path, None).await;
         assert_eq!(read["content"], "before [REDACTED:accented] after");
     }
     // And through the test seam.
-    let (status, stored) = call(
-        &s.base,
-        "POST",
-        "/v1/host/sample/workspace/op",
-        &s.key_a,
-        &[],
-        Some(
-            json!({"tenant": "tenant-a", "workspace": "default", "op": "put",
-                    "path": "seam.md", "content": format!("{SECRET} {nfd}")}),
-        ),
+    let (status, stored) = seam_put(
+        &s,
+        json!({"path": "seam.md", "content": format!("{SECRET} {nfd}")}),
     )
     .await;
     assert_eq!(status, 200, "{stored}");
@@ -335,15 +306,7 @@ async fn no_secret_reaches_the_logs() {
         format!("/v1/host/workspace/files/{encoded}"),
         format!("/v1/host/workspace/history/{SECRET}"),
     ] {
-        let (status, _) = call(
-            &s.base,
-            "PUT",
-            &path,
-            &s.key_a,
-            &[],
-            Some(json!({"content": "x"})),
-        )
-        .await;
+        let (status, _) = call_a(&s, "PUT", &path, Some(json!({"content": "x"}))).await;
         assert!(status == 400 || status == 405, "{path}: {status}");
     }
     let text = logs().lock().unwrap().clone();

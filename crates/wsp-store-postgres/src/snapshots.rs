@@ -8,7 +8,7 @@
 //! across replicas by the database, not by any replica's memory.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Client;
+use deadpool_postgres::{Client, GenericClient};
 use tokio_postgres::Row;
 use wsp_store::{
     ChangeEvent, ChangePage, FileMeta, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage,
@@ -270,9 +270,9 @@ pub(crate) async fn take(
 }
 
 /// The owner's open snapshots and the bytes only they keep (one statement, one snapshot of
-/// the database).
+/// the database), on a connection or in a transaction.
 pub(crate) async fn usage(
-    client: &Client,
+    client: &impl GenericClient,
     sql: &SnapshotSql,
     retention: Retention,
     owner: &Owner,
@@ -282,10 +282,6 @@ pub(crate) async fn usage(
     let row = client
         .query_one(&stmt, &[&tenant, &workspace, &retention.versions])
         .await?;
-    usage_of(&row)
-}
-
-fn usage_of(row: &Row) -> Result<SnapshotUsage, Failure> {
     let open: i64 = row.try_get(0)?;
     let pinned: i64 = row.try_get(1)?;
     Ok(SnapshotUsage {
@@ -312,11 +308,7 @@ pub(crate) async fn take_within(
         .query_one(&lock, &[&tenant, &workspace])
         .await?
         .try_get(0)?;
-    let stmt = tx.prepare_cached(&sql.usage).await?;
-    let row = tx
-        .query_one(&stmt, &[&tenant, &workspace, &retention.versions])
-        .await?;
-    if let Err(refused) = quota.admits(usage_of(&row)?) {
+    if let Err(refused) = quota.admits(usage(&tx, sql, retention, owner).await?) {
         // Dropping the transaction rolls it back: nothing was written.
         return Ok(Err(refused));
     }

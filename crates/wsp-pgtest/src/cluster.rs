@@ -2,9 +2,10 @@
 //! of a test run, or a program such as `cargo xtask conformance`).
 //!
 //! Layout, under the temporary directory: `wsp-pgtest-<euid>/` (the user's, checked to be
-//! private), and in it, per keeper pid, `<pid>.lock` (taken with `flock` while the cluster is
-//! found or made, so processes racing to start it get the same one) and `<pid>/` (the data
-//! directory `data/`, the server's socket, `log`, and `url` once it answers). A watchdog
+//! private), and in it, per cluster (named `<pid>` after its keeper, or `<pid>-<name>` for a
+//! process's own), `<name>.lock` (taken with `flock` while the cluster is found or made, so
+//! processes racing to start it get the same one) and `<name>/` (the data directory `data/`,
+//! the server's socket, `log`, and `url` once it answers). A watchdog
 //! (`sh`, in a process group of its own so Ctrl-C does not reach it) waits for the keeper to
 //! exit, stops the server and removes both.
 //!
@@ -42,11 +43,46 @@ rm -rf "$dir" "$lock"
 
 /// A running throwaway cluster.
 #[derive(Debug, Clone)]
-pub(crate) struct Cluster {
+pub struct Cluster {
     /// Its URL (with the superuser's password).
     pub(crate) url: String,
     /// Its directory.
     pub(crate) dir: PathBuf,
+}
+
+impl Cluster {
+    /// Its URL, `postgres://postgres:<password>@127.0.0.1:<port>/postgres`: pass it to the code
+    /// under test, never print it.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The port it listens on, on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        port_of(&self.url).expect("a cluster's URL names its port")
+    }
+
+    /// Its directory, where its Unix socket is.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Its data directory, where [`Setup::files`] are.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+}
+
+/// How a cluster is set up beyond what every throwaway cluster has (see [`crate::own_cluster`]).
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// Lines appended to `postgresql.conf`, e.g. `ssl = on`.
+    pub conf: String,
+    /// The whole `pg_hba.conf`, in place of initdb's (a password for everyone).
+    pub hba: Option<String>,
+    /// Files written into the data directory, readable by the server's user only (e.g.
+    /// `server.crt` and `server.key`, where `ssl = on` looks for them).
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 /// How the server programs are run: as this user, or (as root) as the `postgres` user.
@@ -126,11 +162,17 @@ impl ServerUser {
     }
 }
 
-/// The cluster kept by the process `keeper`: found running, or made and started.
-pub(crate) fn for_keeper(keeper: u32, binaries: &Binaries) -> Result<Cluster, Error> {
+/// The cluster `name` kept by the process `keeper`: found running, or made as `setup` says and
+/// started.
+pub(crate) fn for_keeper(
+    keeper: u32,
+    name: &str,
+    binaries: &Binaries,
+    setup: &Setup,
+) -> Result<Cluster, Error> {
     let euid = rustix::process::geteuid().as_raw();
     let base = private_base(euid)?;
-    let lock_path = base.join(format!("{keeper}.lock"));
+    let lock_path = base.join(format!("{name}.lock"));
     let lock = OpenOptions::new()
         .create(true)
         .write(true)
@@ -140,7 +182,7 @@ pub(crate) fn for_keeper(keeper: u32, binaries: &Binaries) -> Result<Cluster, Er
         .map_err(|e| Error::io(format!("cannot open {}", lock_path.display()), e))?;
     lock.lock()
         .map_err(|e| Error::io(format!("cannot lock {}", lock_path.display()), e))?;
-    let dir = base.join(keeper.to_string());
+    let dir = base.join(name);
     if let Some(url) = answering(&dir) {
         return Ok(Cluster { url, dir });
     }
@@ -157,7 +199,7 @@ pub(crate) fn for_keeper(keeper: u32, binaries: &Binaries) -> Result<Cluster, Er
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     user.give(&dir)?;
     spawn_watchdog(keeper, &dir, &lock_path, binaries, &user)?;
-    let url = init_and_start(&dir, binaries, &user)?;
+    let url = init_and_start(&dir, binaries, &user, setup)?;
     write_private(&dir.join("url"), &url)?;
     drop(lock);
     Ok(Cluster { url, dir })
@@ -239,8 +281,13 @@ fn stop(dir: &Path, binaries: &Binaries, user: &ServerUser) -> std::io::Result<O
         .output()
 }
 
-/// Creates the cluster in `dir/data` and starts its server; returns its URL.
-fn init_and_start(dir: &Path, binaries: &Binaries, user: &ServerUser) -> Result<String, Error> {
+/// Creates the cluster in `dir/data` as `setup` says and starts its server; returns its URL.
+fn init_and_start(
+    dir: &Path,
+    binaries: &Binaries,
+    user: &ServerUser,
+    setup: &Setup,
+) -> Result<String, Error> {
     let password = random_hex(16)?;
     let pwfile = dir.join("password");
     write_private(&pwfile, &password)?;
@@ -267,7 +314,8 @@ fn init_and_start(dir: &Path, binaries: &Binaries, user: &ServerUser) -> Result<
     let settings = format!(
         "\n# wsp-pgtest: a throwaway cluster\nlisten_addresses = '127.0.0.1'\n\
          unix_socket_directories = '{socket_dir}'\nfsync = off\nsynchronous_commit = off\n\
-         full_page_writes = off\nshared_buffers = 32MB\n"
+         full_page_writes = off\nshared_buffers = 32MB\n{}\n",
+        setup.conf
     );
     OpenOptions::new()
         .append(true)
@@ -279,6 +327,19 @@ fn init_and_start(dir: &Path, binaries: &Binaries, user: &ServerUser) -> Result<
                 e,
             )
         })?;
+    let hba = setup
+        .hba
+        .as_ref()
+        .map(|hba| ("pg_hba.conf", hba.as_bytes()));
+    let files = setup
+        .files
+        .iter()
+        .map(|(name, bytes)| (name.as_str(), &bytes[..]));
+    for (name, contents) in hba.into_iter().chain(files) {
+        let file = data.join(name);
+        write_private(&file, contents)?;
+        user.give(&file)?;
+    }
 
     let mut last = None;
     for _ in 0..START_ATTEMPTS {
@@ -358,7 +419,7 @@ fn random_hex(bytes: usize) -> Result<String, Error> {
 }
 
 /// Writes `text` to a new file at `path` that only its owner may read (replacing any).
-fn write_private(path: &Path, text: &str) -> Result<(), Error> {
+fn write_private(path: &Path, text: impl AsRef<[u8]>) -> Result<(), Error> {
     let partial = path.with_extension("partial");
     let _ = std::fs::remove_file(&partial);
     OpenOptions::new()
@@ -366,7 +427,7 @@ fn write_private(path: &Path, text: &str) -> Result<(), Error> {
         .create_new(true)
         .mode(0o600)
         .open(&partial)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .and_then(|mut f| f.write_all(text.as_ref()))
         .and_then(|()| std::fs::rename(&partial, path))
         .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }

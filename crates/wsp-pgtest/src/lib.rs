@@ -20,6 +20,9 @@
 //! let url: &str = wsp_pgtest::database_url();
 //! ```
 //!
+//! A test that needs a server unlike the shared one (TLS, a `pg_hba.conf` of its own) gets a
+//! throwaway cluster of its process's own from [`own_cluster`], set up as its [`Setup`] says.
+//!
 //! The `wsp-pgtest` binary prints the URL of a cluster that lives as long as the program that
 //! runs it (`cargo xtask conformance` uses it, since xtask links no wsp crate).
 
@@ -34,6 +37,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+pub use cluster::{Cluster, Setup};
 pub use discover::{Binaries, LIB_ROOT, NoBinaries, find_binaries};
 
 /// The variable naming a PostgreSQL server for the tests (`postgres://user:password@host:port/db`,
@@ -140,7 +144,7 @@ fn server_from(
     }
     let binaries = find_binaries(path.as_deref(), lib_root)?;
     let (keeper, kept_by) = keeper(lifetime);
-    let cluster = cluster::for_keeper(keeper, &binaries)?;
+    let cluster = cluster::for_keeper(keeper, &keeper.to_string(), &binaries, &Setup::default())?;
     Ok(Server {
         url: cluster.url,
         source: Source::Cluster {
@@ -148,6 +152,16 @@ fn server_from(
             kept_by,
         },
     })
+}
+
+/// A throwaway cluster of this process's own, set up as `setup` says, for tests that need a
+/// server unlike the shared one (TLS, a `pg_hba.conf` of their own); stopped and removed when
+/// this process ends. `name` (a short word) tells this process's clusters apart. [`URL_VAR`]
+/// plays no part: the cluster is made from the machine's PostgreSQL programs.
+pub fn own_cluster(name: &str, setup: &Setup) -> Result<Cluster, Error> {
+    let binaries = find_binaries(std::env::var_os("PATH").as_deref(), Path::new(LIB_ROOT))?;
+    let me = std::process::id();
+    cluster::for_keeper(me, &format!("{me}-{name}"), &binaries, setup)
 }
 
 /// The process whose exit ends the cluster, and how to name it.

@@ -285,7 +285,7 @@ impl PhysicalStore {
         let result = (|| {
             temp.write_all(content)?;
             #[cfg(test)]
-            hook::content_written(&dir, &temp_name);
+            hook::content_written(&temp);
             // The final mode before the rename: exactly the replaced file's (what the umask took
             // away comes back, and so do set-id and sticky bits).
             if let Some(meta) = &existing {
@@ -504,37 +504,24 @@ fn classify(err: &io::Error) -> Fail {
     }
 }
 
-/// A seam for the unit tests: what the write does at its most exposed moment, the new content in
-/// the temporary file and its final mode not yet set.
+/// A seam for the unit tests: the permission bits of each temporary file at a write's most
+/// exposed moment (the new content in it, its final mode not yet set), recorded on this thread
+/// while [`hook::TEMP_MODES`] is `Some`.
 #[cfg(test)]
 mod hook {
     use std::cell::RefCell;
 
-    use cap_std::fs::Dir;
-
-    type Observer = Box<dyn Fn(&Dir, &str)>;
+    use cap_std::fs::{File, PermissionsExt};
 
     thread_local! {
-        static CONTENT_WRITTEN: RefCell<Option<Observer>> = const { RefCell::new(None) };
+        pub static TEMP_MODES: RefCell<Option<Vec<u32>>> = const { RefCell::new(None) };
     }
 
-    /// Calls `observer` (on this thread) each time a write has put its content into the
-    /// temporary file `name` in `dir`, until the returned guard is dropped.
-    pub fn observe(observer: impl Fn(&Dir, &str) + 'static) -> impl Drop {
-        struct Guard;
-        impl Drop for Guard {
-            fn drop(&mut self) {
-                CONTENT_WRITTEN.with(|o| o.borrow_mut().take());
-            }
-        }
-        CONTENT_WRITTEN.with(|o| *o.borrow_mut() = Some(Box::new(observer)));
-        Guard
-    }
-
-    pub fn content_written(dir: &Dir, name: &str) {
-        CONTENT_WRITTEN.with(|o| {
-            if let Some(observer) = o.borrow().as_ref() {
-                observer(dir, name);
+    pub fn content_written(temp: &File) {
+        TEMP_MODES.with_borrow_mut(|modes| {
+            if let Some(modes) = modes {
+                let meta = temp.metadata().expect("the temporary file's metadata");
+                modes.push(meta.permissions().mode() & 0o7777);
             }
         });
     }
@@ -542,11 +529,7 @@ mod hook {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
     use std::os::unix::fs::PermissionsExt;
-    use std::rc::Rc;
-
-    use cap_std::fs::PermissionsExt as _;
 
     use super::*;
 
@@ -556,14 +539,7 @@ mod tests {
 
     /// The permission bits of the temporary file each time a write's content is in it.
     fn temp_modes_during(store: &PhysicalStore, path: &str) -> Vec<u32> {
-        let seen = Rc::new(RefCell::new(Vec::new()));
-        let _guard = hook::observe({
-            let seen = seen.clone();
-            move |dir, name| {
-                let meta = dir.symlink_metadata(name).unwrap();
-                seen.borrow_mut().push(meta.permissions().mode() & 0o7777);
-            }
-        });
+        hook::TEMP_MODES.set(Some(Vec::new()));
         store
             .write(
                 &rel(path),
@@ -572,7 +548,7 @@ mod tests {
                 1024,
             )
             .unwrap();
-        seen.take()
+        hook::TEMP_MODES.take().expect("still recording")
     }
 
     #[test]

@@ -6,12 +6,13 @@
 //! store for a file without an [`Owner`], and one owner's calls never observe another's data.
 //!
 //! This crate holds the [`WorkspaceStore`] trait, the [`MemoryStore`] backend, WSR-1 secret
-//! redaction ([`Redactor`]) and, behind the `battery` feature, the test battery every backend
-//! runs (`battery_tests!`).
+//! redaction ([`Redactor`]), [`forward_store!`] for stores that wrap another one and, behind the
+//! `battery` feature, the test battery every backend runs (`battery_tests!`).
 
 pub mod approvals;
 #[cfg(any(test, feature = "battery"))]
 pub mod battery;
+mod forward;
 pub mod idempotency;
 pub mod keys;
 mod memory;
@@ -26,6 +27,8 @@ use std::pin::Pin;
 use chrono::{DateTime, Utc};
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
 
+#[doc(hidden)]
+pub use forward::__private;
 pub use idempotency::{IdempotencyRecords, MemoryIdempotency};
 pub use memory::MemoryStore;
 pub use redact::{MIN_SECRET_LEN, Redactor, Secret, SecretError};

@@ -45,13 +45,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use wsp_types::{Owner, OwnerId, WorkspacePath, WorkspacePrefix};
+use wsp_types::{Owner, OwnerId, WorkspacePath};
 
 use crate::{
-    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, QuotaExceeded,
-    Redactor, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures, StoreFuture,
-    StoredFile, WorkspaceStore,
+    FileWrite, Precondition, QuotaExceeded, Redactor, SnapshotInfo, SnapshotQuota, StoreError,
+    StoreFuture, StoredFile, WorkspaceStore,
 };
 
 /// Supplies, per owner, the secrets whose values must never reach storage.
@@ -197,34 +195,9 @@ fn refused<'a, T: Send + 'a>(e: StoreError) -> StoreFuture<'a, T> {
 }
 
 impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-
-    fn features(&self) -> StoreFeatures {
-        self.inner.features()
-    }
-
-    fn ready(&self) -> StoreFuture<'_, ()> {
-        self.inner.ready()
-    }
-
-    fn list<'a>(
-        &'a self,
-        owner: &'a Owner,
-        prefix: &'a WorkspacePrefix,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.list(owner, prefix)
-    }
-
-    fn get<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        version: Option<u64>,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.inner.get(owner, path, version)
-    }
+    crate::forward_store!(|this| this.inner;
+        limits, features, ready, list, get, delete, history, snapshot_usage, snapshot_info,
+        open_snapshots_before, forget_released_snapshots, list_at, get_at, changes, subscribe);
 
     fn put<'a>(
         &'a self,
@@ -239,32 +212,11 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
         }
     }
 
-    fn delete<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        precondition: Precondition,
-    ) -> StoreFuture<'a, Deleted> {
-        self.inner.delete(owner, path, precondition)
-    }
-
-    fn history<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.history(owner, path)
-    }
-
     fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
         match refuse_secret(&*self.secrets, owner, "label", label) {
             Ok(()) => self.inner.snapshot(owner, label),
             Err(e) => refused(e),
         }
-    }
-
-    fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
-        self.inner.snapshot_usage(owner)
     }
 
     fn snapshot_within<'a>(
@@ -279,10 +231,6 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
         }
     }
 
-    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        self.inner.snapshot_info(owner, id)
-    }
-
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,
@@ -293,53 +241,6 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
             Ok(()) => self.inner.release_snapshot(owner, id, outcome),
             Err(e) => refused(e),
         }
-    }
-
-    fn open_snapshots_before<'a>(
-        &'a self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
-        self.inner.open_snapshots_before(cutoff, limit)
-    }
-
-    fn forget_released_snapshots<'a>(
-        &'a self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreFuture<'a, usize> {
-        self.inner.forget_released_snapshots(cutoff, limit)
-    }
-
-    fn list_at<'a>(
-        &'a self,
-        owner: &'a Owner,
-        snapshot: &'a str,
-        prefix: &'a WorkspacePrefix,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.list_at(owner, snapshot, prefix)
-    }
-
-    fn get_at<'a>(
-        &'a self,
-        owner: &'a Owner,
-        snapshot: &'a str,
-        path: &'a WorkspacePath,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.inner.get_at(owner, snapshot, path)
-    }
-
-    fn changes<'a>(
-        &'a self,
-        owner: &'a Owner,
-        after: u64,
-        limit: usize,
-    ) -> StoreFuture<'a, ChangePage> {
-        self.inner.changes(owner, after, limit)
-    }
-
-    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<ChangeNotice>> {
-        self.inner.subscribe()
     }
 }
 

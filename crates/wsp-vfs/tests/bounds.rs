@@ -111,6 +111,17 @@ fn fill(path: &Path, byte: u8, len: usize) {
     }
 }
 
+/// `edit_file` arguments without `if_match`.
+fn edit(path: &str, old: &str, new: impl Into<String>, replace_all: bool) -> EditFileArgs {
+    EditFileArgs {
+        path: path.into(),
+        old_string: old.into(),
+        new_string: new.into(),
+        replace_all,
+        if_match: None,
+    }
+}
+
 /// A 10 GB file that costs no disk: a hole.
 fn sparse(path: &Path) {
     std::fs::File::create(path)
@@ -127,13 +138,7 @@ async fn an_edit_whose_result_would_be_gigabytes_is_refused_before_it_is_built()
     let vfs = vfs_over(dir.path());
     // 4,194,304 matches, each replaced by 2,000 bytes: 8 GB.
     let err = vfs
-        .edit_file(EditFileArgs {
-            path: "/ws/a.txt".into(),
-            old_string: "a".into(),
-            new_string: "b".repeat(2000),
-            replace_all: true,
-            if_match: None,
-        })
+        .edit_file(edit("/ws/a.txt", "a", "b".repeat(2000), true))
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::TooLarge, "{err:?}");
@@ -157,13 +162,7 @@ async fn a_single_edit_over_the_limit_is_refused_with_the_same_error() {
     std::fs::write(dir.path().join("s.txt"), "hello world\n").unwrap();
     let vfs = vfs_over(dir.path());
     let err = vfs
-        .edit_file(EditFileArgs {
-            path: "/ws/s.txt".into(),
-            old_string: "world".into(),
-            new_string: "w".repeat(FOUR_MIB),
-            replace_all: false,
-            if_match: None,
-        })
+        .edit_file(edit("/ws/s.txt", "world", "w".repeat(FOUR_MIB), false))
         .await
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::TooLarge, "{err:?}");
@@ -174,13 +173,12 @@ async fn a_single_edit_over_the_limit_is_refused_with_the_same_error() {
     );
     // Exactly at the limit is allowed.
     let edited = vfs
-        .edit_file(EditFileArgs {
-            path: "/ws/s.txt".into(),
-            old_string: "hello world\n".into(),
-            new_string: "w".repeat(FOUR_MIB),
-            replace_all: false,
-            if_match: None,
-        })
+        .edit_file(edit(
+            "/ws/s.txt",
+            "hello world\n",
+            "w".repeat(FOUR_MIB),
+            false,
+        ))
         .await
         .unwrap();
     assert_eq!(edited.replacements, 1);
@@ -225,13 +223,7 @@ async fn if_match_against_a_sparse_10_gb_file_is_refused_without_reading_it() {
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::TooLarge, "{path}: {err:?}");
         let err = vfs
-            .edit_file(EditFileArgs {
-                path: path.into(),
-                old_string: "\0".into(),
-                new_string: "x".into(),
-                replace_all: true,
-                if_match: None,
-            })
+            .edit_file(edit(path, "\0", "x", true))
             .await
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::TooLarge, "{path}: {err:?}");

@@ -27,6 +27,20 @@ impl CaCerts {
     /// The certificates of a PEM text (one or more `CERTIFICATE` blocks; other blocks are
     /// skipped). Refused when it holds none, or one that is not a usable CA certificate.
     pub fn from_pem(pem: &[u8]) -> Result<Self, Error> {
+        Self::parse(pem, "CA certificates")
+    }
+
+    /// The certificates of a PEM file; errors name the file.
+    pub fn from_pem_file(path: &Path) -> Result<Self, Error> {
+        let what = format!("CA certificates {}", path.display());
+        let pem =
+            std::fs::read(path).map_err(|e| Error::InvalidArgument(format!("{what}: {e}")))?;
+        Self::parse(&pem, &what)
+    }
+
+    /// [`CaCerts::from_pem`], its errors starting with `what`.
+    fn parse(pem: &[u8], what: &str) -> Result<Self, Error> {
+        let bad = |why: String| Error::InvalidArgument(format!("{what}: {why}"));
         let mut certs = Vec::new();
         for cert in CertificateDer::pem_slice_iter(pem) {
             let cert = cert.map_err(|e| bad(format!("not a PEM certificate file: {e}")))?;
@@ -40,21 +54,6 @@ impl CaCerts {
             return Err(bad("no PEM certificate in it".into()));
         }
         Ok(Self { certs })
-    }
-
-    /// The certificates of a PEM file; errors name the file.
-    pub fn from_pem_file(path: &Path) -> Result<Self, Error> {
-        let pem = std::fs::read(path).map_err(|e| {
-            Error::InvalidArgument(format!("CA certificates {}: {e}", path.display()))
-        })?;
-        Self::from_pem(&pem).map_err(|e| match e {
-            Error::InvalidArgument(why) => Error::InvalidArgument(format!(
-                "CA certificates {}: {}",
-                path.display(),
-                why.trim_start_matches("CA certificates: ")
-            )),
-            other => other,
-        })
     }
 
     /// How many certificates there are.
@@ -77,7 +76,9 @@ impl CaCerts {
             .iter()
             .map(|der| reqwest::Certificate::from_der(der))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| bad(format!("unusable CA certificate: {e}")))?;
+            .map_err(|e| {
+                Error::InvalidArgument(format!("CA certificates: unusable CA certificate: {e}"))
+            })?;
         Ok(builder.tls_certs_merge(certs))
     }
 }
@@ -86,10 +87,6 @@ impl fmt::Debug for CaCerts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CaCerts({} certificates)", self.certs.len())
     }
-}
-
-fn bad(why: String) -> Error {
-    Error::InvalidArgument(format!("CA certificates: {why}"))
 }
 
 /// The reason rustls refused the host's certificate, when that is why `error` happened.

@@ -90,6 +90,8 @@ enum Task {
     Matrix,
     /// Run a benchmark, with its arguments.
     Bench(Vec<String>),
+    /// Fuzz, with the arguments of [`fuzz::run`].
+    Fuzz(Vec<String>),
 }
 
 fn parse(args: &[String]) -> Result<Task> {
@@ -101,6 +103,7 @@ fn parse(args: &[String]) -> Result<Task> {
         "interop" if flags.is_empty() => return Ok(Task::Interop),
         "interop-matrix" if flags.is_empty() => return Ok(Task::Matrix),
         "bench" => return Ok(Task::Bench(flags.to_vec())),
+        "fuzz" => return Ok(Task::Fuzz(flags.to_vec())),
         _ => {}
     }
     let check = match flags {
@@ -120,9 +123,6 @@ fn parse(args: &[String]) -> Result<Task> {
 }
 
 fn run(args: &[String]) -> Result<()> {
-    if args.first().is_some_and(|task| task == "fuzz") {
-        return fuzz::run(&args[1..]);
-    }
     match parse(args)? {
         Task::Help => {
             println!("{USAGE}");
@@ -134,6 +134,7 @@ fn run(args: &[String]) -> Result<()> {
         Task::Interop => interop::run(),
         Task::Matrix => matrix::run(),
         Task::Bench(args) => bench::run(&args),
+        Task::Fuzz(args) => fuzz::run(&args),
     }
 }
 
@@ -208,5 +209,6 @@ mod tests {
         check("interop --x", None);
         check("interop-matrix", Some(Task::Matrix));
         check("bench vfs", Some(Task::Bench(vec!["vfs".into()])));
+        check("fuzz paths", Some(Task::Fuzz(vec!["paths".into()])));
     }
 }

@@ -36,12 +36,18 @@ const HEADER: &str = "\
 //! schemas themselves.
 ";
 
-/// Regenerates `wire.rs` and the configuration schema, or under `check` fails when a committed
-/// one differs. `wire.rs` comes first: it never needs the server to build.
+/// Regenerates `wire.rs`, the server's OpenAPI components and the configuration and mount table
+/// schemas, or under `check` fails when a committed one differs. `wire.rs` comes first: it never
+/// needs the server to build.
 pub(crate) fn generate(check: bool) -> Result<()> {
-    let code = render()?;
-    ensure_file_contents(OUTPUT, &code, check, "cargo xtask codegen")?;
-    ensure_file_contents(COMPONENTS, &components()?, check, "cargo xtask codegen")?;
+    let files = schemas::load_all()?;
+    ensure_file_contents(OUTPUT, &render(&files)?, check, "cargo xtask codegen")?;
+    ensure_file_contents(
+        COMPONENTS,
+        &components(&files)?,
+        check,
+        "cargo xtask codegen",
+    )?;
     crate::config_schema::generate(check)?;
     mount_table_schema(check)
 }
@@ -50,8 +56,8 @@ pub(crate) fn generate(check: bool) -> Result<()> {
 pub(crate) const COMPONENTS: &str = "crates/wsp-server/src/components.json";
 
 /// `schemas/` bundled for an OpenAPI `components.schemas` section, as pretty JSON.
-fn components() -> Result<String> {
-    let defs = schemas::bundle(&schemas::load_all()?, "#/components/schemas/")?;
+fn components(files: &[schemas::SchemaFile]) -> Result<String> {
+    let defs = schemas::bundle(files, "#/components/schemas/")?;
     let mut text = serde_json::to_string_pretty(&Value::Object(defs))?;
     text.push('\n');
     Ok(text)
@@ -86,9 +92,8 @@ fn mount_table_schema(check: bool) -> Result<()> {
 }
 
 /// The complete text of `wire.rs`.
-fn render() -> Result<String> {
-    let files = schemas::load_all()?;
-    let defs = schemas::bundle(&files, "#/$defs/")?;
+fn render(files: &[schemas::SchemaFile]) -> Result<String> {
+    let defs = schemas::bundle(files, "#/$defs/")?;
     let root = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$defs": defs,

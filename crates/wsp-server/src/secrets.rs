@@ -46,28 +46,8 @@ pub(crate) fn loggable_path<'p>(every_secret: Option<&Redactor>, raw: &'p str) -
 
 /// Percent-decodes every valid `%XX`, keeps anything else as it is, and replaces bytes that
 /// are not UTF-8: a log line shows what a request meant even when the request is refused.
-fn decode_lossy(raw: &str) -> String {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .filter(|_| bytes[i] == b'%')
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match hex {
-            Some(b) => {
-                out.push(b);
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+fn decode_lossy(raw: &str) -> Cow<'_, str> {
+    percent_encoding::percent_decode_str(raw).decode_utf8_lossy()
 }
 
 #[cfg(test)]

@@ -55,9 +55,9 @@ pub fn raise_open_file_limit() -> Option<u64> {
 
 /// Resolves when `signal` arrives; never when it could not be installed.
 #[cfg(unix)]
-async fn received(signal: Option<tokio::signal::unix::Signal>) {
+async fn received(signal: &mut Option<tokio::signal::unix::Signal>) {
     match signal {
-        Some(mut s) => {
+        Some(s) => {
             s.recv().await;
         }
         None => std::future::pending::<()>().await,
@@ -79,23 +79,18 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'stat
     async move {
         #[cfg(unix)]
         {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (int, term) = streams;
+            let (mut int, mut term) = streams;
             tokio::select! {
-                () = received(int) => {},
-                () = received(term) => {},
+                () = received(&mut int) => {},
+                () = received(&mut term) => {},
             }
-            // tokio's handlers stay installed, so the default action never comes back: listen
-            // again, and a second Ctrl-C or SIGTERM ends the process without finishing the drain.
-            let again = (
-                signal(SignalKind::interrupt()).ok(),
-                signal(SignalKind::terminate()).ok(),
-            );
+            // tokio's handlers stay installed, so the default action never comes back: keep
+            // listening, and a second Ctrl-C or SIGTERM ends the process without finishing the
+            // drain.
             tokio::spawn(async move {
-                let (int, term) = again;
                 let code = tokio::select! {
-                    () = received(int) => 130,
-                    () = received(term) => 143,
+                    () = received(&mut int) => 130,
+                    () = received(&mut term) => 143,
                 };
                 tracing::warn!("second signal: stopping without finishing the drain");
                 std::process::exit(code);

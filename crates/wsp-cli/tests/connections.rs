@@ -26,18 +26,11 @@ impl Drop for Running {
     }
 }
 
-/// Starts `wsp ARGS` under `ulimit -n FDS` (soft and hard, so it cannot be raised), with
-/// standard error into `log`; returns once `ready` (a stdout line prefix) is printed, with
-/// the rest of that line.
-fn start(fds: Option<u32>, args: &[&str], log: &Path, ready: &str) -> (Running, String) {
-    let limit = fds.map_or(String::new(), |n| format!("ulimit -n {n} && "));
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("{limit}exec \"$0\" \"$@\""))
-        .arg(WSP)
-        .args(args)
+/// Starts `command` (a `wsp` command) with standard error into `log`; returns once `ready`
+/// (a stdout line prefix) is printed, with the rest of that line.
+fn start(command: &mut Command, log: &Path, ready: &str) -> (Running, String) {
+    let mut child = command
         .env("WSP_LOG", "info")
-        .env_remove("WSP_MCP_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(log).unwrap())
@@ -59,20 +52,27 @@ fn start(fds: Option<u32>, args: &[&str], log: &Path, ready: &str) -> (Running, 
     );
 }
 
-/// `wsp serve` on a fresh memory store; its `host:port`.
+/// `wsp serve` on a fresh memory store, under `ulimit -n FDS` (soft and hard, so it cannot be
+/// raised); its `host:port`.
 fn serve(dir: &Path, fds: Option<u32>, extra: &[&str], log: &Path) -> (Running, String) {
-    let data = dir.join("data");
-    let mut args = vec![
-        "serve",
-        "--addr",
-        "127.0.0.1:0",
-        "--store",
-        "memory",
-        "--data",
-        data.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let (running, rest) = start(fds, &args, log, "wsp listening on http://");
+    let limit = fds.map_or(String::new(), |n| format!("ulimit -n {n} && "));
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("{limit}exec \"$0\" \"$@\""))
+        .arg(WSP)
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--data",
+        ])
+        .arg(dir.join("data"))
+        .args(extra)
+        .env_remove("WSP_MCP_TOKEN");
+    let (running, rest) = start(&mut command, log, "wsp listening on http://");
     let addr = rest.split_whitespace().next().unwrap().to_owned();
     (running, addr)
 }
@@ -162,30 +162,20 @@ fn mcp(dir: &Path, extra: &[&str], log: &Path, token: &str) -> (Running, String)
         "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { virtual = \"p\" }\n",
     )
     .unwrap();
-    let data = dir.join("data");
-    let mut child = Command::new(WSP)
+    let mut command = Command::new(WSP);
+    command
         .args(["mcp", "--mounts"])
         .arg(&table)
         .arg("--data")
-        .arg(&data)
+        .arg(dir.join("data"))
         .args(["--http", "127.0.0.1:0"])
         .args(extra)
-        .env("WSP_MCP_TOKEN", token)
-        .env("WSP_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let running = Running(child);
-    let first = lines.next().expect("a first line").unwrap();
-    let addr = first
-        .strip_prefix("wsp mcp listening on http://")
-        .and_then(|rest| rest.strip_suffix("/mcp"))
-        .unwrap_or_else(|| panic!("first line {first:?}"))
+        .env("WSP_MCP_TOKEN", token);
+    let (running, rest) = start(&mut command, log, "wsp mcp listening on http://");
+    let addr = rest
+        .strip_suffix("/mcp")
+        .unwrap_or_else(|| panic!("listening on {rest:?}"))
         .to_owned();
-    std::thread::spawn(move || for _ in lines {});
     (running, addr)
 }
 

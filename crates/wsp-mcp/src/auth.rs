@@ -254,18 +254,17 @@ impl Origin {
 /// `host[:port]` as a lowercase host (IPv6 without brackets) and the port; `None` for anything
 /// else, including user information (`user@host`) and paths.
 fn parse_authority(raw: &str) -> Option<(String, Option<u16>)> {
-    if raw.contains(['@', '/', '?', '#']) {
-        return None;
-    }
+    // `http` refuses a path, query or fragment after the authority.
     let authority: Authority = raw.parse().ok()?;
     let host = authority.host();
-    // What follows the host is nothing or `:` and a port that fits in 16 bits (`http` reads
-    // an empty or oversized port as no port at all).
+    // What follows the host is nothing or `:` and a port that fits in 16 bits: not user
+    // information before it (`host` is what follows the `@`), and not `http`'s reading of an
+    // empty or oversized port as no port at all, or of `+80` as 80.
     let port = match raw.strip_prefix(host)? {
         "" => None,
         rest => {
             let digits = rest.strip_prefix(':')?;
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            if !digits.bytes().all(|b| b.is_ascii_digit()) {
                 return None;
             }
             Some(digits.parse::<u16>().ok()?)
@@ -347,6 +346,7 @@ mod tests {
             "localhost/x",
             "local host",
             "localhost?x",
+            "localhost#x",
             "[::1",
         ] {
             check(bad, None);

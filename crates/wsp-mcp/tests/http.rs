@@ -59,21 +59,21 @@ async fn status(
 /// Each case: the request target, the headers, the status the endpoint must answer.
 type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16);
 
-async fn check(router: &axum::Router, token: &BearerToken, cases: &[Case<'_>]) {
+/// Checks `cases` against a router that answers the hosts and origins `allow` names.
+async fn check(allow: HttpAllowList, cases: &[Case<'_>]) {
+    let token = BearerToken::generate();
+    let (router, close) = server().http_router(HttpAuth::Bearer(token.clone()), allow);
     for (target, headers, want) in cases {
-        let got = status(router, token, target, headers).await;
+        let got = status(&router, &token, target, headers).await;
         assert_eq!(got, *want, "{target} {headers:?}");
     }
+    close();
 }
 
 #[tokio::test]
 async fn only_one_loopback_host_is_accepted() {
-    let token = BearerToken::generate();
-    let (router, close) =
-        server().http_router(HttpAuth::Bearer(token.clone()), HttpAllowList::loopback());
     check(
-        &router,
-        &token,
+        HttpAllowList::loopback(),
         &[
             ("/mcp", &[("host", "localhost")], 200),
             ("/mcp", &[("host", "LOCALHOST:8080")], 200),
@@ -100,17 +100,12 @@ async fn only_one_loopback_host_is_accepted() {
         ],
     )
     .await;
-    close();
 }
 
 #[tokio::test]
 async fn an_absolute_target_must_name_the_host() {
-    let token = BearerToken::generate();
-    let (router, close) =
-        server().http_router(HttpAuth::Bearer(token.clone()), HttpAllowList::loopback());
     check(
-        &router,
-        &token,
+        HttpAllowList::loopback(),
         &[
             ("http://localhost/mcp", &[("host", "localhost")], 200),
             (
@@ -130,18 +125,13 @@ async fn an_absolute_target_must_name_the_host() {
         ],
     )
     .await;
-    close();
 }
 
 #[tokio::test]
 async fn an_origin_must_be_allowed() {
-    let token = BearerToken::generate();
-    let (router, close) =
-        server().http_router(HttpAuth::Bearer(token.clone()), HttpAllowList::loopback());
     let host = ("host", "localhost:8080");
     check(
-        &router,
-        &token,
+        HttpAllowList::loopback(),
         &[
             ("/mcp", &[host, ("origin", "http://localhost:3000")], 200),
             ("/mcp", &[host, ("origin", "http://127.0.0.1")], 200),
@@ -168,12 +158,10 @@ async fn an_origin_must_be_allowed() {
         ],
     )
     .await;
-    close();
 }
 
 #[tokio::test]
 async fn the_allow_list_adds_hosts_and_origins() {
-    let token = BearerToken::generate();
     let allow = HttpAllowList::loopback()
         .allow_host("mcp.example.com")
         .unwrap()
@@ -181,10 +169,8 @@ async fn the_allow_list_adds_hosts_and_origins() {
         .unwrap()
         .allow_origin("https://app.example.com")
         .unwrap();
-    let (router, close) = server().http_router(HttpAuth::Bearer(token.clone()), allow);
     check(
-        &router,
-        &token,
+        allow,
         &[
             ("/mcp", &[("host", "mcp.example.com")], 200),
             ("/mcp", &[("host", "MCP.example.com:443")], 200),
@@ -226,7 +212,6 @@ async fn the_allow_list_adds_hosts_and_origins() {
         ],
     )
     .await;
-    close();
     for bad in ["", "exa mple.com", "user@example.com", "example.com/path"] {
         assert!(HttpAllowList::loopback().allow_host(bad).is_err(), "{bad}");
     }

@@ -11,6 +11,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
@@ -64,9 +65,7 @@ fn app(release: Arc<Notify>) -> Router {
         )
 }
 
-async fn echo(body: Body) -> (StatusCode, String) {
-    use http_body_util::BodyExt;
-    let mut body = body;
+async fn echo(mut body: Body) -> (StatusCode, String) {
     let mut n = 0;
     while let Some(frame) = body.frame().await {
         match frame {
@@ -78,9 +77,7 @@ async fn echo(body: Body) -> (StatusCode, String) {
 }
 
 /// Reads one piece of the body, works for 1.5 s without reading, then reads the rest.
-async fn late_echo(body: Body) -> (StatusCode, String) {
-    use http_body_util::BodyExt;
-    let mut body = body;
+async fn late_echo(mut body: Body) -> (StatusCode, String) {
     let first = match body.frame().await {
         Some(Ok(frame)) => frame.data_ref().map_or(0, |d| d.len()),
         other => return (StatusCode::BAD_REQUEST, format!("{other:?}")),

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::agents::{AGENT_A, PRIVATE, configure, registry};
+use support::ids;
 use wsp_conformance::{Config, Report, Verdict};
 use wsp_server::{AgentRegistry, AppState, KeyAuthenticator, RegisteredAgent, ServerConfig};
-use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry, MemoryKeyRegistry};
-use wsp_store::{Limits, MemoryStore, StoreFuture};
+use wsp_store::keys::MemoryKeyRegistry;
+use wsp_store::{MemoryStore, StoreFuture};
+use wsp_types::Owner;
 use wsp_types::wire::InstallScope;
-use wsp_types::{Owner, Scope, Scopes};
 
 /// A registry that keeps `tenant` scope but approves every pack for everyone (a leak).
 struct ApprovesEverything(Arc<dyn AgentRegistry>);
@@ -65,30 +66,14 @@ impl AgentRegistry for CallsShared {
     }
 }
 
-async fn key(keys: &MemoryKeyRegistry, tenant: &str, scopes: Scopes) -> String {
-    let k = ApiKey::generate();
-    let owner = Owner::parse(tenant, "default").unwrap();
-    keys.insert(KeyRecord::new(&k, owner, "conformance".into(), scopes))
-        .await
-        .unwrap();
-    k.expose()
-}
-
 /// Runs the WS-AGT and WS-PUB scenarios against a host serving `agents`; `tweak` adjusts the
 /// runner's configuration.
 async fn run(agents: Arc<dyn AgentRegistry>, tweak: impl FnOnce(&mut Config)) -> Report {
     let keys = Arc::new(MemoryKeyRegistry::default());
-    let key_a = key(&keys, "tenant-a", Scopes::all()).await;
-    let key_b = key(&keys, "tenant-b", Scopes::all()).await;
-    let read: Scopes = [Scope::WorkspaceRead].into_iter().collect();
-    let key_ro = key(&keys, "tenant-a", read).await;
     let mut config = Config::new("http://127.0.0.1:1");
+    support::add_keys(&keys, &mut config).await;
     configure(&keys, &mut config).await;
-    let store = Arc::new(MemoryStore::new(Limits {
-        max_file_bytes: 64 * 1024,
-        max_files: 64,
-        max_versions: 8,
-    }));
+    let store = Arc::new(MemoryStore::new(support::limits()));
     let state = AppState::new(
         store,
         Arc::new(KeyAuthenticator::new(keys)),
@@ -98,9 +83,6 @@ async fn run(agents: Arc<dyn AgentRegistry>, tweak: impl FnOnce(&mut Config)) ->
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     config.base_url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(wsp_server::serve(listener, state, std::future::pending()));
-    config.key_a = Some(key_a);
-    config.key_b = Some(key_b);
-    config.key_readonly = Some(key_ro);
     config.filters = vec!["WS-AGT".into(), "WS-PUB".into()];
     config.request_timeout = Duration::from_secs(10);
     tweak(&mut config);
@@ -114,15 +96,6 @@ fn verdicts(report: &Report) -> HashMap<&str, Verdict> {
         .scenarios
         .iter()
         .map(|s| (s.id.as_str(), s.verdict))
-        .collect()
-}
-
-fn ids(report: &Report, verdict: Verdict) -> BTreeSet<&str> {
-    report
-        .scenarios
-        .iter()
-        .filter(|s| s.verdict == verdict)
-        .map(|s| s.id.as_str())
         .collect()
 }
 

@@ -8,14 +8,15 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use support::ids;
 use wsp_conformance::{Config, KnownSecret, Report, Verdict};
 use wsp_server::{AppState, KeyAuthenticator, ServerConfig, TenantSecrets};
-use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry, MemoryKeyRegistry};
+use wsp_store::keys::MemoryKeyRegistry;
 use wsp_store::{
     Deleted, FileMeta, FileWrite, Limits, MemoryStore, Precondition, Redactor, Secret, StoreFuture,
     StoredFile, WorkspaceStore,
 };
-use wsp_types::{Owner, OwnerId, Scope, Scopes, WorkspacePath, WorkspacePrefix};
+use wsp_types::{Owner, OwnerId, WorkspacePath, WorkspacePrefix};
 
 const SECRET: (&str, &str) = ("real-host-secret", "a-secret-value-for-wsr-1");
 
@@ -59,26 +60,8 @@ impl WorkspaceStore for IgnoresPreconditions {
     }
 }
 
-async fn key(registry: &MemoryKeyRegistry, tenant: &str, scopes: Scopes) -> String {
-    let k = ApiKey::generate();
-    let owner = Owner::parse(tenant, "default").unwrap();
-    registry
-        .insert(KeyRecord::new(&k, owner, "conformance".into(), scopes))
-        .await
-        .unwrap();
-    k.expose()
-}
-
 async fn run_against(store: Arc<dyn WorkspaceStore>) -> Report {
     let registry = Arc::new(MemoryKeyRegistry::default());
-    let key_a = key(&registry, "tenant-a", Scopes::all()).await;
-    let key_b = key(&registry, "tenant-b", Scopes::all()).await;
-    let key_ro = key(
-        &registry,
-        "tenant-a",
-        [Scope::WorkspaceRead].into_iter().collect(),
-    )
-    .await;
     let secret = Secret {
         id: SECRET.0.into(),
         value: SECRET.1.into(),
@@ -98,10 +81,8 @@ async fn run_against(store: Arc<dyn WorkspaceStore>) -> Report {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(wsp_server::serve(listener, state, std::future::pending()));
     let mut config = Config::new(url);
+    support::add_keys(&registry, &mut config).await;
     support::agents::configure(&registry, &mut config).await;
-    config.key_a = Some(key_a);
-    config.key_b = Some(key_b);
-    config.key_readonly = Some(key_ro);
     config.secret = Some(KnownSecret {
         id: SECRET.0.into(),
         value: SECRET.1.into(),
@@ -112,26 +93,9 @@ async fn run_against(store: Arc<dyn WorkspaceStore>) -> Report {
     report
 }
 
-fn ids(report: &Report, verdict: Verdict) -> BTreeSet<&str> {
-    report
-        .scenarios
-        .iter()
-        .filter(|s| s.verdict == verdict)
-        .map(|s| s.id.as_str())
-        .collect()
-}
-
-fn limits() -> Limits {
-    Limits {
-        max_file_bytes: 64 * 1024,
-        max_files: 64,
-        max_versions: 8,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_real_host_passes_everything_that_applies() {
-    let report = run_against(Arc::new(MemoryStore::new(limits()))).await;
+    let report = run_against(Arc::new(MemoryStore::new(support::limits()))).await;
     assert_eq!(
         ids(&report, Verdict::Fail),
         BTreeSet::new(),
@@ -153,7 +117,10 @@ async fn the_real_host_passes_everything_that_applies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_host_that_accepts_stale_if_match_fails_exactly_the_precondition_scenarios() {
-    let report = run_against(Arc::new(IgnoresPreconditions(MemoryStore::new(limits())))).await;
+    let report = run_against(Arc::new(IgnoresPreconditions(MemoryStore::new(
+        support::limits(),
+    ))))
+    .await;
     let failed = ids(&report, Verdict::Fail);
     let expected = BTreeSet::from(EXPECTED_PRECONDITION_FAILURES);
     assert_eq!(failed, expected, "{}", report.summary_text());

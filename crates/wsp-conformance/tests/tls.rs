@@ -3,11 +3,14 @@
 //! HTTP (the run scenarios, which go through `wsp-client`, included); without it every scenario
 //! is stopped by the refused certificate, and the report says so.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+use support::ids;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
@@ -15,9 +18,8 @@ use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use wsp_client::CaCerts;
 use wsp_conformance::{Config, Report, Verdict};
 use wsp_server::{AppState, KeyAuthenticator, ServerConfig as HostConfig};
-use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry, MemoryKeyRegistry};
-use wsp_store::{Limits, MemoryStore};
-use wsp_types::{Owner, Scope, Scopes};
+use wsp_store::MemoryStore;
+use wsp_store::keys::MemoryKeyRegistry;
 
 /// TCP connections that completed a TLS handshake (those that did not are dropped).
 struct TlsListener {
@@ -71,48 +73,27 @@ fn ca_and_certificate() -> (String, ServerConfig) {
     (ca_pem, config)
 }
 
-async fn key(registry: &MemoryKeyRegistry, tenant: &str, scopes: Scopes) -> String {
-    let k = ApiKey::generate();
-    let owner = Owner::parse(tenant, "default").unwrap();
-    registry
-        .insert(KeyRecord::new(&k, owner, "conformance".into(), scopes))
-        .await
-        .unwrap();
-    k.expose()
-}
-
 /// Runs the suite against the host behind TLS, trusting its CA or only the system's.
 async fn run(trust_the_ca: bool) -> Report {
     let (ca_pem, tls) = ca_and_certificate();
-    let registry = Arc::new(MemoryKeyRegistry::default());
-    let key_a = key(&registry, "tenant-a", Scopes::all()).await;
-    let key_b = key(&registry, "tenant-b", Scopes::all()).await;
-    let read: Scopes = [Scope::WorkspaceRead].into_iter().collect();
-    let key_ro = key(&registry, "tenant-a", read).await;
-    let store = Arc::new(MemoryStore::new(Limits {
-        max_file_bytes: 64 * 1024,
-        max_files: 64,
-        max_versions: 8,
-    }));
-    let state = AppState::new(
-        store,
-        Arc::new(KeyAuthenticator::new(registry)),
-        HostConfig::default(),
-    );
     let listener = TlsListener {
         tcp: TcpListener::bind("127.0.0.1:0").await.unwrap(),
         acceptor: TlsAcceptor::from(Arc::new(tls)),
     };
     let port = listener.tcp.local_addr().unwrap().port();
+    let mut config = Config::new(format!("https://127.0.0.1:{port}"));
+    let registry = Arc::new(MemoryKeyRegistry::default());
+    support::add_keys(&registry, &mut config).await;
+    let state = AppState::new(
+        Arc::new(MemoryStore::new(support::limits())),
+        Arc::new(KeyAuthenticator::new(registry)),
+        HostConfig::default(),
+    );
     let server = tokio::spawn(async move {
         axum::serve(listener, wsp_server::router(state))
             .await
             .unwrap()
     });
-    let mut config = Config::new(format!("https://127.0.0.1:{port}"));
-    config.key_a = Some(key_a);
-    config.key_b = Some(key_b);
-    config.key_readonly = Some(key_ro);
     config.request_timeout = Duration::from_secs(10);
     if trust_the_ca {
         config.ca_certs = CaCerts::from_pem(ca_pem.as_bytes()).unwrap();
@@ -120,15 +101,6 @@ async fn run(trust_the_ca: bool) -> Report {
     let report = wsp_conformance::run(&config).await;
     server.abort();
     report
-}
-
-fn ids(report: &Report, verdict: Verdict) -> BTreeSet<&str> {
-    report
-        .scenarios
-        .iter()
-        .filter(|s| s.verdict == verdict)
-        .map(|s| s.id.as_str())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -175,7 +175,6 @@ pub async fn publish(
             prefix: agent.map(|a| a.publish_prefix).unwrap_or_default(),
             author: Some(caller.principal.clone()),
         };
-        let destination = publication.destination();
         let copy = publication
             .run(&*state.inner.store)
             .await
@@ -193,10 +192,7 @@ pub async fn publish(
                 .with_detail("allowedPrefix", prefix.as_str()),
                 PublishError::Source(StoreError::NotFound) => ApiError::file_not_found(&req.path),
                 PublishError::Source(other) => ApiError::from_store(other, path.as_str()),
-                PublishError::Target(other) => ApiError::from_store(
-                    other,
-                    destination.as_ref().map_or("", WorkspacePath::as_str),
-                ),
+                PublishError::Target { path, error } => ApiError::from_store(error, path.as_str()),
             })?;
         let version = NonZeroU64::new(copy.meta.version).expect("store versions start at 1");
         let answer = PublishResponse {

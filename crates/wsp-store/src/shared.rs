@@ -173,9 +173,15 @@ pub enum PublishError {
     /// Reading the source failed; [`StoreError::NotFound`] when it has no live file there.
     #[error("source: {0}")]
     Source(StoreError),
-    /// Writing the copy failed (a limit of the target workspace, storage).
-    #[error("target: {0}")]
-    Target(StoreError),
+    /// Writing the copy at `path` in the target workspace failed (a limit of the target
+    /// workspace, storage).
+    #[error("target {path}: {error}")]
+    Target {
+        /// Where the copy was to land.
+        path: WorkspacePath,
+        /// Why the write failed.
+        error: StoreError,
+    },
 }
 
 /// One copy of a file from a private workspace into a shared agent's workspace.
@@ -280,7 +286,10 @@ impl Publication {
         store
             .put(target, &destination, write, Precondition::None)
             .await
-            .map_err(PublishError::Target)
+            .map_err(|error| PublishError::Target {
+                path: destination.clone(),
+                error,
+            })
     }
 }
 
@@ -417,7 +426,10 @@ mod tests {
         put(&tiny, &shared, &path("full.md"), "y").await;
         assert!(matches!(
             publication.run(&tiny).await.unwrap_err(),
-            PublishError::Target(StoreError::TooLarge { .. })
+            PublishError::Target {
+                error: StoreError::TooLarge { .. },
+                ..
+            }
         ));
     }
 

@@ -260,7 +260,10 @@ async fn a_publication_through_the_layer_is_redacted() {
     };
     assert_eq!(
         named.run(&f.store).await.unwrap_err(),
-        PublishError::Target(StoreError::ContainsSecret { field: "path" })
+        PublishError::Target {
+            path: p(&format!("inbox/{SECRET}")),
+            error: StoreError::ContainsSecret { field: "path" }
+        }
     );
     assert_eq!(
         everything_stored(&f, &cook).await,

@@ -439,7 +439,6 @@ pub async fn publish_item(
         prefix: shared.publish_prefix(&args.target_agent_id),
         author: Some(publisher.agent_id.to_string()),
     };
-    let landed = publication.destination();
     let copy = publication.run(store).await.map_err(|e| match e {
         PublishError::SameWorkspace => VfsError::invalid_argument(
             "the target is your own workspace; publish to a shared agent's workspace",
@@ -455,10 +454,7 @@ pub async fn publish_item(
             "{prefix}{key} would be longer than a key may be; pass a shorter target_key under {prefix}"
         )),
         PublishError::Source(e) => store_error(e, key.as_str()),
-        PublishError::Target(e) => store_error(
-            e,
-            landed.as_ref().map_or(key.as_str(), WorkspacePath::as_str),
-        ),
+        PublishError::Target { path, error } => store_error(error, path.as_str()),
     })?;
     Ok(ItemChanged {
         summary: format!(

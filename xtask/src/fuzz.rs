@@ -75,7 +75,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = project_root();
     let available = available_targets(&root)?;
     let targets = if options.targets.is_empty() {
-        available
+        available.clone()
     } else {
         for t in &options.targets {
             if !available.contains(t) {
@@ -90,7 +90,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     };
     let started = Instant::now();
     let cargo_fuzz = cargo_fuzz(&root)?;
-    build(&root, &cargo_fuzz, &targets)?;
+    build(&root, &cargo_fuzz, &targets, targets == available)?;
     eprintln!(
         "fuzz: built {} target(s) in {:.0?}; running each for {} s",
         targets.len(),
@@ -170,15 +170,14 @@ fn cargo_fuzz(root: &Path) -> Result<PathBuf> {
     Ok(local)
 }
 
-/// Builds the targets (all of them in one cargo run when every target is wanted).
+/// Builds the targets (all of them in one cargo run when `every` target is wanted).
 ///
 /// `fuzz/Cargo.lock` starts as a copy of the workspace's `Cargo.lock` (it is not committed), so
 /// the targets are built with exactly the versions the workspace tests; cargo adds libFuzzer's
 /// own few dependencies.
-fn build(root: &Path, cargo_fuzz: &Path, targets: &[String]) -> Result<()> {
+fn build(root: &Path, cargo_fuzz: &Path, targets: &[String], every: bool) -> Result<()> {
     fs::copy(root.join("Cargo.lock"), root.join("fuzz/Cargo.lock"))?;
-    let all = available_targets(root)?;
-    let names: Vec<Option<&str>> = if targets == all.as_slice() {
+    let names: Vec<Option<&str>> = if every {
         vec![None]
     } else {
         targets.iter().map(|t| Some(t.as_str())).collect()
@@ -298,12 +297,11 @@ fn finish(root: &Path, target: &str, mut run: Run) -> Result<()> {
         eprintln!("fuzz: {target}: ok ({execs} runs, coverage {coverage})");
         return Ok(());
     }
-    let tail: Vec<&str> = log.lines().rev().take(40).collect();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    let lines: Vec<&str> = log.lines().collect();
     eprintln!(
         "fuzz: {target}: FAILED ({status}); the end of {}:\n{}",
         run.log.display(),
-        tail.join("\n")
+        lines[lines.len().saturating_sub(40)..].join("\n")
     );
     if crashes.is_empty() {
         return Err(format!(

@@ -3,14 +3,12 @@
 //! `--max-versions`), so that the two commands sharing a data directory write under the same
 //! secrets and the same limits.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use clap::Args;
 use wsp_server::config_file::ConfigFile;
 use wsp_server::{ConfigAgentRegistry, TenantSecrets};
-use wsp_store::{Limits, Redactor, Secret};
-use wsp_types::OwnerId;
+use wsp_store::Limits;
 
 use crate::CliError;
 
@@ -73,33 +71,9 @@ impl FileConfig {
 
     /// The per-tenant redactors; errors name the entry.
     pub fn secrets(&self) -> Result<TenantSecrets, CliError> {
-        let mut by_tenant: HashMap<OwnerId, Vec<Secret>> = HashMap::new();
-        for (i, s) in self.file.secrets.iter().enumerate() {
-            let at = format!("secrets[{i}] (id {:?})", s.id);
-            let tenant =
-                OwnerId::parse(&s.tenant).map_err(|e| CliError(format!("{at}: tenant: {e}")))?;
-            let value = match (&s.value, &s.value_env) {
-                (Some(v), None) => v.clone(),
-                (None, Some(var)) => std::env::var(var).map_err(|_| {
-                    CliError(format!("{at}: environment variable {var} is not set"))
-                })?,
-                _ => {
-                    return Err(CliError(format!(
-                        "{at}: give exactly one of value, value_env"
-                    )));
-                }
-            };
-            by_tenant.entry(tenant).or_default().push(Secret {
-                id: s.id.clone(),
-                value,
-            });
-        }
-        let mut redactors = HashMap::new();
-        for (tenant, secrets) in by_tenant {
-            let r = Redactor::new(secrets)
-                .map_err(|e| CliError(format!("secrets of tenant {tenant}: {e}")))?;
-            redactors.insert(tenant, r);
-        }
-        Ok(TenantSecrets::new(redactors))
+        self.file
+            .redactors(|var| std::env::var(var).ok())
+            .map(TenantSecrets::new)
+            .map_err(|e| CliError(e.0))
     }
 }

@@ -1,20 +1,15 @@
 //! The `config_file` target: `wsp.toml`, read the way `wsp serve --config` reads it.
 
-use std::collections::HashMap;
-
 use wsp_server::ConfigAgentRegistry;
-use wsp_server::config_file::ConfigFile;
-use wsp_store::{Redactor, Secret};
+use wsp_server::config_file::{ConfigFile, SecretConfig};
 use wsp_types::OwnerId;
 
 /// Parses the input (lossily decoded as UTF-8) as a [`ConfigFile`] and, when it parses, builds
 /// what `wsp serve` builds from it: the agent registry of `[agents]`
-/// ([`ConfigAgentRegistry::from_config`]) and one [`Redactor`] per tenant of `[[secrets]]`
-/// (inline values only: the environment is not the fuzzer's). Every refusal must be an error,
-/// never a panic, and each secret value on its own must redact to its marker.
-///
-/// `wsp-cli` is a binary, so this follows its `FileConfig::load` step by step with the same
-/// public functions.
+/// ([`ConfigAgentRegistry::from_config`]) and the redactor of each tenant of `[[secrets]]`
+/// ([`ConfigFile::redactors`], in an environment where every variable holds its own name).
+/// Every refusal must be an error, never a panic, and each secret value on its own must redact
+/// to its marker.
 ///
 /// ```
 /// wsp_fuzz::config_file(b"[[secrets]]\ntenant = \"acme\"\nid = \"k\"\nvalue = \"0123456789\"\n");
@@ -28,30 +23,23 @@ pub fn config_file(data: &[u8]) {
     if let Some(agents) = &file.agents {
         let _ = ConfigAgentRegistry::from_config(agents);
     }
-    let mut by_tenant: HashMap<OwnerId, Vec<Secret>> = HashMap::new();
-    for s in &file.secrets {
-        let (Ok(tenant), Some(value)) = (OwnerId::parse(&s.tenant), &s.value) else {
-            continue;
-        };
-        by_tenant.entry(tenant).or_default().push(Secret {
-            id: s.id.clone(),
-            value: value.clone(),
-        });
+    let Ok(redactors) = file.redactors(|var| Some(var.to_owned())) else {
+        return;
+    };
+    /// The value a loaded secret has in that environment.
+    fn value(s: &SecretConfig) -> Option<&str> {
+        s.value.as_deref().or(s.value_env.as_deref())
     }
-    for secrets in by_tenant.into_values() {
-        let Ok(redactor) = Redactor::new(secrets.clone()) else {
-            continue;
-        };
-        // A secret alone is redacted whole, to the marker of a secret with that value.
-        for s in &secrets {
-            let out = redactor.redact(&s.value);
-            assert!(
-                secrets
-                    .iter()
-                    .any(|t| t.value == s.value && out == format!("[REDACTED:{}]", t.id)),
-                "secret {:?} alone redacts to {out:?}",
-                s.id
-            );
-        }
+    // A secret alone is redacted whole, to the marker of a secret of its tenant with that value.
+    for s in &file.secrets {
+        let tenant = OwnerId::parse(&s.tenant).expect("a loaded tenant parses");
+        let out = redactors[&tenant].redact(value(s).expect("a loaded secret has a value"));
+        assert!(
+            file.secrets.iter().any(|t| t.tenant == s.tenant
+                && value(t) == value(s)
+                && out == format!("[REDACTED:{}]", t.id)),
+            "secret {:?} alone redacts to {out:?}",
+            s.id
+        );
     }
 }

@@ -5,9 +5,13 @@
 //! Hosts that embed the router may read the same shape from their own configuration; parsing
 //! (TOML or otherwise) and resolving secrets from the environment are the caller's part.
 
+use std::collections::HashMap;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
+use wsp_store::{Redactor, Secret};
+use wsp_types::OwnerId;
 
 use crate::agent_config::{AgentsConfig, ID_PATTERN};
 
@@ -44,6 +48,52 @@ pub struct SecretConfig {
     pub value: Option<String>,
     /// The environment variable holding the secret value.
     pub value_env: Option<String>,
+}
+
+/// What is wrong with the `[[secrets]]` of a [`ConfigFile`]; the message names the entry or the
+/// tenant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SecretConfigError(pub String);
+
+impl ConfigFile {
+    /// The redactor of each tenant of `[[secrets]]`, as `wsp serve` builds them: each value is
+    /// inline, or read by `env` from the variable `value_env` names (`None`: not set).
+    pub fn redactors(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<HashMap<OwnerId, Redactor>, SecretConfigError> {
+        let mut by_tenant: HashMap<OwnerId, Vec<Secret>> = HashMap::new();
+        for (i, s) in self.secrets.iter().enumerate() {
+            let at = format!("secrets[{i}] (id {:?})", s.id);
+            let tenant = OwnerId::parse(&s.tenant)
+                .map_err(|e| SecretConfigError(format!("{at}: tenant: {e}")))?;
+            let value = match (&s.value, &s.value_env) {
+                (Some(v), None) => v.clone(),
+                (None, Some(var)) => env(var).ok_or_else(|| {
+                    SecretConfigError(format!("{at}: environment variable {var} is not set"))
+                })?,
+                _ => {
+                    return Err(SecretConfigError(format!(
+                        "{at}: give exactly one of value, value_env"
+                    )));
+                }
+            };
+            by_tenant.entry(tenant).or_default().push(Secret {
+                id: s.id.clone(),
+                value,
+            });
+        }
+        by_tenant
+            .into_iter()
+            .map(|(tenant, secrets)| match Redactor::new(secrets) {
+                Ok(r) => Ok((tenant, r)),
+                Err(e) => Err(SecretConfigError(format!(
+                    "secrets of tenant {tenant}: {e}"
+                ))),
+            })
+            .collect()
+    }
 }
 
 /// The JSON Schema (2020-12) of [`ConfigFile`], with its `$id`.

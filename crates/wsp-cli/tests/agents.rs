@@ -1,11 +1,11 @@
 //! `wsp serve --config` with `[agents]`, `wsp agents` and agent keys, as a user drives them.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+use std::path::Path;
+use std::process::Output;
+
+use support::{create_key, serve};
 
 /// The configuration of the issue, plus a pack with a shared and a private agent.
 const CONFIG: &str = r#"
@@ -50,57 +50,8 @@ workspace = "w-a"
 packs = ["acme.reviewer"]
 "#;
 
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[expect(
-    clippy::zombie_processes,
-    reason = "Server's Drop kills and waits for the child"
-)]
-fn serve(data: &Path, config: &Path) -> Server {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .arg("--config")
-        .arg(config)
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "wsp serve did not start");
-        let line = lines
-            .next()
-            .expect("wsp serve printed its address")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("wsp listening on ") {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || for _ in lines {});
-            return Server { child, url };
-        }
-    }
-}
-
 fn wsp(args: &[&str]) -> Output {
-    Command::new(WSP)
-        .args(args)
-        .env_remove("WSP_URL")
-        .env_remove("WSP_API_KEY")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    support::wsp(args, &[], None)
 }
 
 fn ok(args: &[&str]) -> String {
@@ -125,9 +76,7 @@ fn json(text: &str) -> serde_json::Value {
 
 /// Creates a key and returns its plaintext (the last line).
 fn key(data: &str, args: &[&str]) -> String {
-    let mut all = vec!["keys", "create", "--data", data];
-    all.extend_from_slice(args);
-    ok(&all).lines().last().unwrap().to_owned()
+    create_key(&[&["--data", data][..], args].concat())
 }
 
 fn setup() -> (tempfile::TempDir, String, String) {
@@ -147,7 +96,7 @@ fn the_inventory_is_scoped_and_approvals_count_at_once() {
     let (_dir, data, config) = setup();
     let key_a = key(&data, &["--tenant", "t-a", "--workspace", "w-a"]);
     let key_b = key(&data, &["--tenant", "t-b", "--workspace", "w-b"]);
-    let server = serve(Path::new(&data), Path::new(&config));
+    let server = serve(Path::new(&data), &["--config", &config]);
     let url = server.url.as_str();
     let ls = |k: &str| json(&ok(&["agents", "ls", "--url", url, "--key", k, "--json"]));
 
@@ -363,7 +312,7 @@ fn agent_keys_publish_one_way_into_shared_workspaces() {
     assert_eq!(agents, ["acme.main", "acme.cook", "acme.ghost"]);
     assert_eq!(listed[0]["workspace"], "user-u1");
     assert_eq!(listed[0]["principal"], "acme.main");
-    let server = serve(Path::new(&data), Path::new(&config));
+    let server = serve(Path::new(&data), &["--config", &config]);
     let url = server.url.as_str();
     let notes = std::path::Path::new(&data).join("notes.md");
     std::fs::write(&notes, "buy eggs").unwrap();

@@ -1,73 +1,18 @@
 //! `wsp backup` under a write load on a running `wsp serve`, and `wsp restore` of it.
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use support::serve;
 use wsp_client::{Client, PutOptions};
 use wsp_types::WorkspacePath;
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
-
-/// A running `wsp serve` and what it printed at start.
-struct Server {
-    child: Child,
-    url: String,
-    first_key: Option<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[expect(
-    clippy::zombie_processes,
-    reason = "Server's Drop kills and waits for the child"
-)]
-fn serve(data: &Path) -> Server {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut first_key = None;
-    loop {
-        let line = lines
-            .next()
-            .expect("wsp serve printed its address")
-            .unwrap();
-        if line.starts_with("wsp_") {
-            first_key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on ") {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || for _ in lines {});
-            return Server {
-                child,
-                url,
-                first_key,
-            };
-        }
-    }
-}
-
 fn wsp(args: &[&str]) -> Output {
-    Command::new(WSP)
-        .args(args)
-        .env_remove("WSP_URL")
-        .env_remove("WSP_API_KEY")
-        .output()
-        .unwrap()
+    support::wsp(args, &[], None)
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -103,7 +48,7 @@ async fn writer(client: Client, id: u32, stop: Arc<AtomicBool>, acked: Acked) {
 }
 
 #[cfg(unix)]
-fn mode(p: &Path) -> u32 {
+fn mode(p: &std::path::Path) -> u32 {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -112,7 +57,7 @@ fn mode(p: &Path) -> u32 {
 fn a_backup_under_write_load_holds_every_write_acknowledged_before_it_began() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let server = serve(&data);
+    let server = serve(&data, &[]);
     let key = server.first_key.clone().expect("first start prints a key");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = Client::builder(&server.url).key(&key).build().unwrap();
@@ -214,7 +159,7 @@ fn a_backup_under_write_load_holds_every_write_acknowledged_before_it_began() {
 
     // The restored store serves every write acknowledged before the backup began, with the key
     // the backup holds (no new first-start key).
-    let server = serve(&fresh);
+    let server = serve(&fresh, &[]);
     assert!(server.first_key.is_none(), "the key registry was restored");
     let client = Client::builder(&server.url).key(&key).build().unwrap();
     let listed = runtime.block_on(client.list(None)).unwrap();
@@ -241,7 +186,7 @@ fn a_backup_under_write_load_holds_every_write_acknowledged_before_it_began() {
 fn a_damaged_backup_is_not_restored() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    drop(serve(&data));
+    drop(serve(&data, &[]));
     let out = dir.path().join("backup");
     let backup = wsp(&[
         "backup",

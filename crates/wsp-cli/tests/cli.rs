@@ -1,86 +1,12 @@
 //! The `wsp` binary as a user drives it: serve, keys, files, and `kill -9` durability.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+mod support;
+
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
-
-/// A running `wsp serve` and what it printed at start.
-struct Server {
-    child: Child,
-    url: String,
-    first_key: Option<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[expect(
-    clippy::zombie_processes,
-    reason = "Server's Drop kills and waits for the child"
-)]
-fn serve(data: &Path, extra: &[&str]) -> Server {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(extra)
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut first_key = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "wsp serve did not report its address"
-        );
-        let line = lines
-            .next()
-            .expect("wsp serve printed its address")
-            .unwrap();
-        if line.starts_with("wsp_") {
-            first_key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on ") {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            // Keep draining stdout so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Server {
-                child,
-                url,
-                first_key,
-            };
-        }
-    }
-}
-
-fn wsp(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
-    let mut cmd = Command::new(WSP);
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd.env_remove("WSP_URL").env_remove("WSP_API_KEY");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
+use support::{WSP, serve, wsp};
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
@@ -248,12 +174,11 @@ fn keys_created_while_serving_work_at_once_and_revocation_is_honoured() {
 fn bad_input_is_one_line_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), &[]);
-    let addr = server.url.trim_start_matches("http://").to_owned();
     let busy = wsp(
         &[
             "serve",
             "--addr",
-            &addr,
+            server.addr(),
             "--data",
             dir.path().to_str().unwrap(),
         ],
@@ -509,34 +434,19 @@ fn idempotency_replays_survive_a_restart_on_sqlite() {
 #[cfg(unix)]
 #[test]
 fn sigterm_drains_and_logs_without_terminal_colours() {
+    use std::io::Read as _;
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(dir.path())
-        .env("WSP_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines
-            .next()
-            .expect("wsp serve reports its address")
-            .unwrap();
-        if line.starts_with("wsp listening on ") {
-            break;
-        }
-    }
-    let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "exit after SIGTERM: {}", out.status);
-    let log = String::from_utf8(out.stderr).unwrap();
+    let mut server = support::start(
+        support::serve_command(dir.path(), &[])
+            .env("WSP_LOG", "info")
+            .stderr(Stdio::piped()),
+    );
+    let mut log_pipe = server.child.stderr.take().unwrap();
+    server.terminate();
+    let mut log = String::new();
+    log_pipe.read_to_string(&mut log).unwrap();
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "exit after SIGTERM: {status}");
     assert!(
         log.contains("shutting down: draining in-flight requests"),
         "{log}"

@@ -1,81 +1,20 @@
 //! `wsp context render` against a real `wsp serve`: live, through a run's snapshot, as JSON.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+use support::{Server, WSP, serve};
 
-/// A running `wsp serve` with its URL and first (admin) key.
-struct Server {
-    child: Child,
-    url: String,
-    key: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[expect(
-    clippy::zombie_processes,
-    reason = "Server's Drop kills and waits for the child"
-)]
-fn serve(data: &Path) -> Server {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut key = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "wsp serve did not start");
-        let line = lines
-            .next()
-            .expect("wsp serve printed its address")
-            .unwrap();
-        if line.starts_with("wsp_") {
-            key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on ") {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            // Keep draining stdout so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Server {
-                child,
-                url,
-                key: key.expect("a first start prints a key"),
-            };
-        }
-    }
-}
-
+/// `wsp ARGS` against `server`, with its admin key.
 fn wsp(server: &Server, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(WSP)
-        .args(args)
-        .env("WSP_URL", &server.url)
-        .env("WSP_API_KEY", &server.key)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
+    let env = [
+        ("WSP_URL", server.url.as_str()),
+        ("WSP_API_KEY", server.key()),
+    ];
+    support::wsp(args, &env, stdin)
 }
 
 fn put(server: &Server, path: &str, content: &str) {
@@ -89,14 +28,14 @@ fn text(bytes: &[u8]) -> String {
 
 /// `POST /v1/runs` over a plain socket; returns the run id.
 fn create_run(server: &Server) -> String {
-    let authority = server.url.strip_prefix("http://").unwrap();
+    let authority = server.addr();
     let body = r#"{"workflowId":"context-test"}"#;
     let mut stream = TcpStream::connect(authority).unwrap();
     write!(
         stream,
         "POST /v1/runs HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\n\
          Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        server.key,
+        server.key(),
         body.len()
     )
     .unwrap();
@@ -135,7 +74,7 @@ fn memory() -> String {
 #[test]
 fn render_live_and_from_a_run_snapshot_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(dir.path());
+    let server = serve(dir.path(), &[]);
     put(&server, "AGENTS.md", "# Reviewer\nReview pull requests.\n");
     put(&server, "MEMORY.md", &memory());
     put(&server, "knowledge/KNOWLEDGE.md", "# Payments\n");
@@ -200,7 +139,7 @@ fn render_live_and_from_a_run_snapshot_within_the_budget() {
 #[test]
 fn bad_input_is_refused_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(dir.path());
+    let server = serve(dir.path(), &[]);
     let unknown = wsp(
         &server,
         &[

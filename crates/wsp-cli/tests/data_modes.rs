@@ -4,13 +4,14 @@
 
 #![cfg(unix)]
 
-use std::io::{BufRead as _, BufReader};
+mod support;
+
+use std::io::Read as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
+use support::{Server, WSP};
 
 /// One pack, so that the server opens its approvals file too.
 const AGENTS: &str = r#"
@@ -37,45 +38,29 @@ fn mode(path: &Path) -> String {
 
 /// `wsp serve --data DATA --config (agents)` under umask 0, once it listens. Standard error is
 /// piped, for [`stop`] to return.
-#[expect(
-    clippy::zombie_processes,
-    reason = "the caller hands the child to stop, which kills and waits for it"
-)]
-fn serve(data: &Path, config_dir: &Path) -> Child {
+fn serve(data: &Path, config_dir: &Path) -> Server {
     let config = config_dir.join("wsp.toml");
     std::fs::write(&config, AGENTS).unwrap();
-    let mut child = Command::new("sh")
-        .args(["-c", r#"umask 0 && exec "$0" "$@""#, WSP])
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .arg("--config")
-        .arg(&config)
-        .env("WSP_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "wsp serve did not start");
-        let line = lines
-            .next()
-            .expect("wsp serve reports its address")
-            .unwrap();
-        if line.starts_with("wsp listening on ") {
-            std::thread::spawn(move || lines.for_each(drop));
-            return child;
-        }
-    }
+    support::start(
+        Command::new("sh")
+            .args(["-c", r#"umask 0 && exec "$0" "$@""#, WSP])
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .arg("--config")
+            .arg(&config)
+            .env("WSP_LOG", "warn")
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
 }
 
 /// Stops the server; returns what it wrote to standard error.
-fn stop(mut child: Child) -> String {
-    child.kill().unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8(out.stderr).unwrap()
+fn stop(mut server: Server) -> String {
+    let mut stderr = server.child.stderr.take().unwrap();
+    server.child.kill().unwrap();
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    log
 }
 
 /// Every entry of `data` is a file of mode 600, and the server's files are among them.

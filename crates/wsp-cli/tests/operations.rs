@@ -4,27 +4,20 @@
 
 #![cfg(unix)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
-
-/// Kills the server when the test ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::WSP;
 
 /// A started server: its address, first admin key and its standard error, line by line.
 struct Server {
-    _child: Running,
+    /// Killed when the test ends.
+    _running: support::Server,
     addr: String,
     key: String,
     /// The `wsp listening on ...` line.
@@ -50,23 +43,18 @@ impl Server {
 }
 
 /// Starts `wsp serve` with `args` and `envs` on top of a fresh data directory.
-#[expect(
-    clippy::zombie_processes,
-    reason = "Running's Drop kills and waits for the child"
-)]
 fn serve(args: &[&str], envs: &[(&str, &str)]) -> Server {
-    let mut child = Command::new(WSP)
-        .arg("serve")
-        .args(args)
-        .env("WSP_LOG", "info")
-        .envs(envs.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("wsp starts");
+    let mut running = support::start(
+        Command::new(WSP)
+            .arg("serve")
+            .args(args)
+            .env("WSP_LOG", "info")
+            .envs(envs.iter().copied())
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped()),
+    );
     let (tx, stderr) = channel();
-    let err = BufReader::new(child.stderr.take().unwrap());
+    let err = BufReader::new(running.child.stderr.take().unwrap());
     std::thread::spawn(move || {
         for line in err.lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
@@ -74,27 +62,12 @@ fn serve(args: &[&str], envs: &[(&str, &str)]) -> Server {
             }
         }
     });
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut key = None;
-    loop {
-        let line = lines
-            .next()
-            .expect("wsp serve reports its address")
-            .unwrap();
-        if line.starts_with("wsp_") {
-            key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on http://") {
-            let addr = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || for _ in lines {});
-            return Server {
-                _child: Running(child),
-                addr,
-                listening: line,
-                key: key.expect("first start prints a key"),
-                stderr,
-            };
-        }
+    Server {
+        addr: running.addr().to_owned(),
+        key: running.key().to_owned(),
+        listening: running.listening.clone(),
+        stderr,
+        _running: running,
     }
 }
 

@@ -4,99 +4,37 @@
 //! this `cargo test` share (see `wsp-pgtest`); the binary says on stderr which one it used.
 //! Without either, the tests fail with one line saying what to do.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use support::{Server, drop_schema, store_key, unique_schema};
 use wsp_client::{Client, FeedItem, PutOptions};
 use wsp_types::{ETag, WorkspacePath};
-
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
 
 /// The database URL (see the module docs); panics with one line when there is none.
 fn database_url() -> String {
     wsp_pgtest::database_url().to_owned()
 }
 
+/// A `wsp serve --store DB --pg-schema SCHEMA` with a data directory of its own.
 struct Replica {
-    child: Child,
-    url: String,
+    server: Server,
     _data: tempfile::TempDir,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn replica(db: &str, schema: &str) -> Replica {
     replica_with(db, schema, &[])
 }
 
-#[expect(
-    clippy::zombie_processes,
-    reason = "Replica's Drop kills and waits for the child"
-)]
 fn replica_with(db: &str, schema: &str, extra: &[&str]) -> Replica {
     let data = tempfile::tempdir().unwrap();
-    let mut child = Command::new(WSP)
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--store",
-            db,
-            "--pg-schema",
-            schema,
-        ])
-        .args(extra)
-        .arg("--data")
-        .arg(data.path())
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "a replica did not start");
-        let line = lines
-            .next()
-            .expect("wsp serve reports its address")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("wsp listening on ") {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || lines.for_each(drop));
-            return Replica {
-                child,
-                url,
-                _data: data,
-            };
-        }
+    let at = ["--store", db, "--pg-schema", schema];
+    Replica {
+        server: support::serve(data.path(), &[&at[..], extra].concat()),
+        _data: data,
     }
-}
-
-fn random_schema() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("wsp_cli_{}_{}", std::process::id(), nanos % 1_000_000_000)
-}
-
-async fn drop_schema(db: &str, schema: &str) {
-    let (client, conn) = tokio_postgres::connect(db, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
 }
 
 fn p(s: &str) -> WorkspacePath {
@@ -106,32 +44,17 @@ fn p(s: &str) -> WorkspacePath {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_replicas_share_one_database() {
     let db = database_url();
-    let schema = random_schema();
+    let schema = unique_schema("wsp_cli");
     // A key created through the store, before any replica runs (this also migrates the schema).
-    let out = Command::new(WSP)
-        .args(["keys", "create", "--store", &db, "--pg-schema", &schema])
-        .args(["--tenant", "t", "--workspace", "w"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let key = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let key = store_key(&db, &schema);
     let replicas: Vec<Replica> = (0..3).map(|_| replica(&db, &schema)).collect();
     let clients: Vec<Client> = replicas
         .iter()
-        .map(|r| Client::new(&r.url).unwrap().with_key(key.clone()))
+        .map(|r| Client::new(&r.server.url).unwrap().with_key(key.clone()))
         .collect();
 
     // An SSE client on replica 1 follows everything from the start.
-    let feed_client = Client::with_http_client(&replicas[0].url, reqwest::Client::new())
+    let feed_client = Client::with_http_client(&replicas[0].server.url, reqwest::Client::new())
         .unwrap()
         .with_key(key.clone());
     let mut feed = feed_client.events(Some(0)).await.unwrap();
@@ -239,8 +162,8 @@ async fn three_replicas_share_one_database() {
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut victim = victim;
-    victim.child.kill().unwrap(); // SIGKILL
-    victim.child.wait().unwrap();
+    victim.server.child.kill().unwrap(); // SIGKILL
+    victim.server.child.wait().unwrap();
     let acked = writer.await.unwrap();
     assert!(
         !acked.is_empty(),
@@ -268,23 +191,8 @@ async fn three_replicas_share_one_database() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotency_key_used_on_one_replica_replays_on_another() {
     let db = database_url();
-    let schema = random_schema();
-    let out = Command::new(WSP)
-        .args(["keys", "create", "--store", &db, "--pg-schema", &schema])
-        .args(["--tenant", "t", "--workspace", "w"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let key = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let schema = unique_schema("wsp_cli");
+    let key = store_key(&db, &schema);
     let replicas: Vec<Replica> = (0..2).map(|_| replica(&db, &schema)).collect();
     let put = |url: &str, content: &str| {
         reqwest::Client::new()
@@ -294,17 +202,17 @@ async fn an_idempotency_key_used_on_one_replica_replays_on_another() {
             .json(&serde_json::json!({ "content": content }))
             .send()
     };
-    let first = put(&replicas[0].url, "once").await.unwrap();
+    let first = put(&replicas[0].server.url, "once").await.unwrap();
     assert_eq!(first.status(), 200);
     assert!(first.headers().get("idempotent-replayed").is_none());
     let first_body = first.text().await.unwrap();
 
-    let replay = put(&replicas[1].url, "once").await.unwrap();
+    let replay = put(&replicas[1].server.url, "once").await.unwrap();
     assert_eq!(replay.status(), 200);
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
     assert_eq!(replay.text().await.unwrap(), first_body);
 
-    let other = put(&replicas[1].url, "twice").await.unwrap();
+    let other = put(&replicas[1].server.url, "twice").await.unwrap();
     assert_eq!(other.status(), 409);
     assert!(
         other
@@ -314,7 +222,7 @@ async fn an_idempotency_key_used_on_one_replica_replays_on_another() {
             .contains("idempotency_key_mismatch")
     );
     // Written once, whichever replica is asked.
-    let live = Client::new(&replicas[1].url)
+    let live = Client::new(&replicas[1].server.url)
         .unwrap()
         .with_key(key.clone())
         .get(&p("idem.md"), None)
@@ -344,7 +252,7 @@ system_prompt_ref = "prompts/reviewer.md"
 
 /// Runs `wsp ARGS` and returns its standard output; panics with its standard error on failure.
 fn wsp_ok(args: &[&str]) -> String {
-    let out = Command::new(WSP).args(args).output().unwrap();
+    let out = support::wsp(args, &[], None);
     assert!(
         out.status.success(),
         "wsp {args:?}: {}",
@@ -356,23 +264,8 @@ fn wsp_ok(args: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approvals_made_against_the_store_count_on_every_replica() {
     let db = database_url();
-    let schema = random_schema();
-    let key = wsp_ok(&[
-        "keys",
-        "create",
-        "--store",
-        &db,
-        "--pg-schema",
-        &schema,
-        "--tenant",
-        "t",
-        "--workspace",
-        "w",
-    ])
-    .lines()
-    .last()
-    .unwrap()
-    .to_owned();
+    let schema = unique_schema("wsp_cli");
+    let key = store_key(&db, &schema);
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("wsp.toml");
     std::fs::write(&config, AGENTS).unwrap();
@@ -383,7 +276,7 @@ async fn approvals_made_against_the_store_count_on_every_replica() {
     let totals = || async {
         let mut totals = Vec::new();
         for r in &replicas {
-            let client = Client::new(&r.url).unwrap().with_key(key.clone());
+            let client = Client::new(&r.server.url).unwrap().with_key(key.clone());
             totals.push(client.agents().await.unwrap().total);
         }
         totals

@@ -5,74 +5,19 @@
 //! the test binaries of this `cargo test` share (see `wsp-pgtest`); without either it fails
 //! with one line saying what to do.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::{Value, json};
+use support::{Server, WSP, drop_schema, serve, store_key, unique_schema};
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
 const MIB: u64 = 1024 * 1024;
-
-/// A running `wsp serve`, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-    first_key: Option<String>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[expect(
-    clippy::zombie_processes,
-    reason = "Server's Drop kills and waits for the child"
-)]
-fn serve(data: &Path, extra: &[&str]) -> Server {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(extra)
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut first_key = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "wsp serve did not start");
-        let line = lines
-            .next()
-            .expect("wsp serve reports its address")
-            .unwrap();
-        if line.starts_with("wsp_") {
-            first_key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on ") {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            // Keep draining stdout so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Server {
-                child,
-                url,
-                first_key,
-            };
-        }
-    }
-}
 
 /// Stops the server with SIGTERM and waits: SQLite checkpoints its WAL into the file on close.
 fn stop(mut server: Server) {
-    let pid = server.child.id().to_string();
-    let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(sent.success());
+    server.terminate();
     let status = server.child.wait().unwrap();
     assert!(status.success(), "wsp serve stops cleanly: {status}");
 }
@@ -224,27 +169,8 @@ fn database_url() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_racing_to_start_runs_never_exceed_the_cap() {
     let db = database_url();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let schema = format!("wsp_runs_{}_{}", std::process::id(), nanos % 1_000_000_000);
-    let out = Command::new(WSP)
-        .args(["keys", "create", "--store", &db, "--pg-schema", &schema])
-        .args(["--tenant", "t", "--workspace", "w"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let key = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .last()
-        .unwrap()
-        .to_owned();
+    let schema = unique_schema("wsp_runs");
+    let key = store_key(&db, &schema);
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let replicas: Vec<Server> = dirs
         .iter()
@@ -278,12 +204,5 @@ async fn replicas_racing_to_start_runs_never_exceed_the_cap() {
     }
     assert_eq!(started, 5, "exactly the cap, across replicas");
     drop(replicas);
-    let (client, conn) = tokio_postgres::connect(&db, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    client
-        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-        .await
-        .unwrap();
+    drop_schema(&db, &schema).await;
 }

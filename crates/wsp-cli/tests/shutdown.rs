@@ -4,55 +4,20 @@
 
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod support;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
-
-/// Kills the server if the test fails before it exits by itself.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::Server;
 
 /// Starts `wsp serve` on a fresh data directory; its address and first admin key.
-#[expect(
-    clippy::zombie_processes,
-    reason = "Running's Drop kills and waits for the child"
-)]
-fn serve(data: &std::path::Path, extra: &[&str]) -> (Running, String, String) {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(extra)
-        .env("WSP_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut key = None;
-    loop {
-        let line = lines
-            .next()
-            .expect("wsp serve reports its address")
-            .unwrap();
-        if line.starts_with("wsp_") {
-            key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on http://") {
-            let addr = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || for _ in lines {});
-            return (Running(child), addr, key.expect("first start prints a key"));
-        }
-    }
+fn serve(data: &std::path::Path, extra: &[&str]) -> (Server, String, String) {
+    let server = support::serve(data, extra);
+    let (addr, key) = (server.addr().to_owned(), server.key().to_owned());
+    (server, addr, key)
 }
 
 /// Opens the change feed and returns once the response head has arrived.
@@ -91,13 +56,9 @@ fn sigterm_with_a_connected_feed_client_ends_its_stream_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let (mut server, addr, key) = serve(dir.path(), &[]);
     let mut feeds = [open_feed(&addr, &key), open_feed(&addr, &key)];
-    let term = Command::new("kill")
-        .args(["-TERM", &server.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
+    server.terminate();
     // Well inside the 30 s drain timeout: the streams do not hold the drain up.
-    let status = wait_for_exit(&mut server.0, Duration::from_secs(10))
+    let status = wait_for_exit(&mut server.child, Duration::from_secs(10))
         .expect("wsp serve exits after SIGTERM although feed clients are connected");
     assert!(status.success(), "exit after SIGTERM: {status}");
     for feed in &mut feeds {
@@ -125,18 +86,13 @@ fn a_second_sigterm_during_the_drain_stops_at_once() {
     .unwrap();
     // The head reached the server: a feed on another connection answers after it.
     drop(open_feed(&addr, &key));
-    let pid = server.0.id().to_string();
-    let term = || {
-        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(sent.success());
-    };
-    term();
+    server.terminate();
     assert!(
-        wait_for_exit(&mut server.0, Duration::from_secs(1)).is_none(),
+        wait_for_exit(&mut server.child, Duration::from_secs(1)).is_none(),
         "the first SIGTERM drains: the slow request is still in progress"
     );
-    term();
-    let status = wait_for_exit(&mut server.0, Duration::from_secs(10))
+    server.terminate();
+    let status = wait_for_exit(&mut server.child, Duration::from_secs(10))
         .expect("a second SIGTERM stops wsp serve without waiting for the drain");
     assert_eq!(status.code(), Some(143), "128 + SIGTERM: {status}");
 }

@@ -1,73 +1,20 @@
 //! `wsp files push` and `wsp files pull` against the real `wsp serve`, on a tree of 1,000 files.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+mod support;
 
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+
+use support::{Server, serve};
 use wsp_client::{Client, PutOptions};
 use wsp_types::WorkspacePath;
 
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
-
-/// A running `wsp serve` and its first-start key.
-struct Server {
-    child: Child,
-    url: String,
-    key: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[expect(
-    clippy::zombie_processes,
-    reason = "Server's Drop kills and waits for the child"
-)]
-fn serve(data: &Path) -> Server {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut key = None;
-    loop {
-        let line = lines
-            .next()
-            .expect("wsp serve printed its address")
-            .unwrap();
-        if line.starts_with("wsp_") {
-            key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on ") {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || for _ in lines {});
-            return Server {
-                child,
-                url,
-                key: key.expect("first start prints a key"),
-            };
-        }
-    }
-}
-
 impl Server {
+    /// `wsp files ARGS` against this server, with its admin key.
     fn files(&self, args: &[&str]) -> Output {
-        Command::new(WSP)
-            .arg("files")
-            .args(args)
-            .env("WSP_URL", &self.url)
-            .env("WSP_API_KEY", &self.key)
-            .output()
-            .unwrap()
+        let env = [("WSP_URL", self.url.as_str()), ("WSP_API_KEY", self.key())];
+        support::wsp(&[&["files"][..], args].concat(), &env, None)
     }
 }
 
@@ -110,10 +57,10 @@ fn path(p: &str) -> WorkspacePath {
 #[test]
 fn push_and_pull_sync_a_thousand_files_and_never_overwrite_a_remote_change() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(&dir.path().join("data"));
+    let server = serve(&dir.path().join("data"), &[]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = Client::builder(&server.url)
-        .key(&server.key)
+        .key(server.key())
         .build()
         .unwrap();
     let remote = |p: &str| runtime.block_on(client.get(&path(&format!("tree/{p}")), None));

@@ -2,65 +2,17 @@
 //! certificate a CA made here signed. With `--cacert` (or `WSP_CACERT`) `files`, `context`,
 //! `agents` and `conformance` reach it; without, they fail saying the certificate was refused.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+mod support;
+
+use std::process::Output;
 use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+use support::{serve, wsp};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-
-const WSP: &str = env!("CARGO_BIN_EXE_wsp");
-
-/// A running `wsp serve` (plain HTTP on loopback) and its first admin key.
-struct Server {
-    child: Child,
-    addr: String,
-    key: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[expect(
-    clippy::zombie_processes,
-    reason = "Server's Drop kills and waits for the child"
-)]
-fn serve(data: &Path) -> Server {
-    let mut child = Command::new(WSP)
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .env("WSP_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("wsp starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut key = None;
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if line.starts_with("wsp_") {
-            key = Some(line.clone());
-        }
-        if let Some(rest) = line.strip_prefix("wsp listening on http://") {
-            let addr = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || for _ in lines {});
-            return Server {
-                child,
-                addr,
-                key: key.expect("a first start prints an admin key"),
-            };
-        }
-    }
-    panic!("wsp serve ended before reporting its address");
-}
 
 /// A CA (PEM) and a TLS configuration with the certificate it signed for 127.0.0.1.
 fn ca_and_tls() -> (String, ServerConfig) {
@@ -119,27 +71,6 @@ fn tls_proxy(tls: ServerConfig, backend: String) -> u16 {
     port
 }
 
-fn wsp(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
-    let mut cmd = Command::new(WSP);
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for var in ["WSP_URL", "WSP_API_KEY", "WSP_CACERT"] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -147,16 +78,16 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn client_commands_reach_an_https_host_with_its_ca_and_refuse_it_without() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve(&dir.path().join("data"));
+    let server = serve(&dir.path().join("data"), &[]);
     let (ca_pem, tls) = ca_and_tls();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, ca_pem).unwrap();
     let ca = ca.to_str().unwrap();
-    let url = format!("https://127.0.0.1:{}", tls_proxy(tls, server.addr.clone()));
-    let env = [
-        ("WSP_URL", url.as_str()),
-        ("WSP_API_KEY", server.key.as_str()),
-    ];
+    let url = format!(
+        "https://127.0.0.1:{}",
+        tls_proxy(tls, server.addr().to_owned())
+    );
+    let env = [("WSP_URL", url.as_str()), ("WSP_API_KEY", server.key())];
 
     // --cacert on the command line, then WSP_CACERT.
     let put = wsp(
@@ -183,7 +114,7 @@ fn client_commands_reach_an_https_host_with_its_ca_and_refuse_it_without() {
             "--url",
             &url,
             "--key-a",
-            &server.key,
+            server.key(),
             "--filter",
             "WS-DISC",
             "--filter",

@@ -47,7 +47,8 @@ pub fn backup_file(source: &Path, target: &Path) -> Result<(), BackupError> {
     .map_err(|e| fail(source, e))?;
     src.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| fail(source, e))?;
-    create_private_file(target)?;
+    // SQLite opens the empty file as a new database and keeps its mode.
+    drop(create_private_file(target)?);
     let mut dst = Connection::open(target).map_err(|e| fail(target, e))?;
     dst.busy_timeout(BUSY_TIMEOUT)
         .map_err(|e| fail(target, e))?;
@@ -143,9 +144,9 @@ pub fn in_use(path: &Path) -> Result<bool, BackupError> {
     Ok(busy)
 }
 
-/// Creates the empty file `path`, readable and writable by its owner alone on Unix; an existing
-/// file is refused.
-fn create_private_file(path: &Path) -> Result<(), BackupError> {
+/// Creates the empty file `path`, readable and writable by its owner alone on Unix, open for
+/// writing; an existing file is refused.
+fn create_private_file(path: &Path) -> Result<std::fs::File, BackupError> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -153,18 +154,14 @@ fn create_private_file(path: &Path) -> Result<(), BackupError> {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
-    options.open(path).map(drop).map_err(|e| fail(path, e))
+    options.open(path).map_err(|e| fail(path, e))
 }
 
 /// Copies the file `source` to `target` (created 0600, replacing nothing: `target` must not
 /// exist) and syncs the copy to disk.
 pub fn copy_private(source: &Path, target: &Path) -> Result<(), BackupError> {
-    create_private_file(target)?;
+    let mut to = create_private_file(target)?;
     let mut from = std::fs::File::open(source).map_err(|e| fail(source, e))?;
-    let mut to = std::fs::OpenOptions::new()
-        .write(true)
-        .open(target)
-        .map_err(|e| fail(target, e))?;
     std::io::copy(&mut from, &mut to).map_err(|e| fail(target, e))?;
     to.sync_all().map_err(|e| fail(target, e))
 }

@@ -13,6 +13,7 @@
 //! stays as it is.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -231,8 +232,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     let mut temp = path.as_os_str().to_owned();
     temp.push(format!(".wsp-tmp-{}", std::process::id()));
     let temp = PathBuf::from(temp);
-    let result = std::fs::write(&temp, bytes)
-        .and_then(|()| std::fs::File::open(&temp)?.sync_all())
+    let result = std::fs::File::create(&temp)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        })
         .and_then(|()| std::fs::rename(&temp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&temp);
@@ -321,7 +325,7 @@ pub async fn push(
             continue;
         };
         let hash = sha256(content.as_bytes());
-        let seen = manifest.files.get(&name).cloned();
+        let seen = manifest.files.get(&name);
         let current = remote.get(&name);
         // Decide: the etag to send (None: create only), or an outcome without a request.
         let if_match = match (&seen, current) {
@@ -487,7 +491,7 @@ pub async fn pull(
             continue;
         }
         let etag = meta.etag.unwrap_or_default();
-        let seen = manifest.files.get(&name).cloned();
+        let seen = manifest.files.get(&name);
         let local = match std::fs::read(&target) {
             Ok(bytes) => Some(sha256(&bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,

@@ -46,6 +46,13 @@ fn present(dir: &Path) -> Vec<&'static str> {
         .collect()
 }
 
+/// Whether `files` hold a store or a key registry (approvals alone are no wsp data).
+fn holds_wsp_data(files: &[&str]) -> bool {
+    files
+        .iter()
+        .any(|f| matches!(*f, "wsp.sqlite3" | "keys.sqlite3"))
+}
+
 /// Runs `wsp backup`.
 pub async fn backup(args: BackupArgs) -> Result<(), CliError> {
     tokio::task::spawn_blocking(move || backup_blocking(&args))
@@ -55,10 +62,7 @@ pub async fn backup(args: BackupArgs) -> Result<(), CliError> {
 
 fn backup_blocking(args: &BackupArgs) -> Result<(), CliError> {
     let files = present(&args.data);
-    if !files
-        .iter()
-        .any(|f| *f == "wsp.sqlite3" || *f == "keys.sqlite3")
-    {
+    if !holds_wsp_data(&files) {
         return Err(CliError(format!(
             "{} holds no wsp data (no wsp.sqlite3 or keys.sqlite3)",
             args.data.display()
@@ -115,10 +119,7 @@ pub async fn restore(args: RestoreArgs) -> Result<(), CliError> {
 
 fn restore_blocking(args: &RestoreArgs) -> Result<(), CliError> {
     let files = present(&args.backup);
-    if !files
-        .iter()
-        .any(|f| *f == "wsp.sqlite3" || *f == "keys.sqlite3")
-    {
+    if !holds_wsp_data(&files) {
         return Err(CliError(format!(
             "{} is not a wsp backup (no wsp.sqlite3 or keys.sqlite3)",
             args.backup.display()

@@ -49,7 +49,8 @@ impl ConnArgs {
         let open_files = crate::lifecycle::raise_open_file_limit();
         let max_connections = match self.max_connections {
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-            None => ConnectionLimits::max_connections_for(open_files.unwrap_or(u64::MAX)),
+            // The listener's own rule, over the limit just raised.
+            None => ConnectionLimits::default().max_connections,
         };
         if open_files.is_some_and(|limit| max_connections as u64 >= limit) {
             tracing::warn!(

@@ -6,17 +6,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
 use tokio::sync::broadcast;
 use wsp_client::{Client, EventStream, FeedItem, PutOptions};
 use wsp_server::{AppState, AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator};
 use wsp_server::{ServerConfig, serve};
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry, MemoryKeyRegistry};
 use wsp_store::{
-    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, MemoryStore, Precondition,
-    SnapshotInfo, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
+    ChangeNotice, ChangePage, FileWrite, Limits, MemoryStore, Precondition, StoreFuture,
+    WorkspaceStore,
 };
-use wsp_types::{Owner, Scopes, WorkspacePath, WorkspacePrefix};
+use wsp_types::{Owner, Scopes, WorkspacePath};
 
 fn p(s: &str) -> WorkspacePath {
     WorkspacePath::parse(s).unwrap()
@@ -48,95 +47,10 @@ impl Counting {
 }
 
 impl WorkspaceStore for Counting {
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    fn features(&self) -> StoreFeatures {
-        self.inner.features()
-    }
-    fn list<'a>(
-        &'a self,
-        owner: &'a Owner,
-        prefix: &'a WorkspacePrefix,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.list(owner, prefix)
-    }
-    fn get<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        version: Option<u64>,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.inner.get(owner, path, version)
-    }
-    fn put<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        write: FileWrite,
-        precondition: Precondition,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.inner.put(owner, path, write, precondition)
-    }
-    fn delete<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        precondition: Precondition,
-    ) -> StoreFuture<'a, Deleted> {
-        self.inner.delete(owner, path, precondition)
-    }
-    fn history<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.history(owner, path)
-    }
-    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        self.inner.snapshot(owner, label)
-    }
-    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        self.inner.snapshot_info(owner, id)
-    }
-    fn release_snapshot<'a>(
-        &'a self,
-        owner: &'a Owner,
-        id: &'a str,
-        outcome: &'a str,
-    ) -> StoreFuture<'a, SnapshotInfo> {
-        self.inner.release_snapshot(owner, id, outcome)
-    }
-    fn list_at<'a>(
-        &'a self,
-        owner: &'a Owner,
-        snapshot: &'a str,
-        prefix: &'a WorkspacePrefix,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.list_at(owner, snapshot, prefix)
-    }
-    fn get_at<'a>(
-        &'a self,
-        owner: &'a Owner,
-        snapshot: &'a str,
-        path: &'a WorkspacePath,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.inner.get_at(owner, snapshot, path)
-    }
-    fn open_snapshots_before<'a>(
-        &'a self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
-        self.inner.open_snapshots_before(cutoff, limit)
-    }
-    fn forget_released_snapshots<'a>(
-        &'a self,
-        cutoff: DateTime<Utc>,
-        limit: usize,
-    ) -> StoreFuture<'a, usize> {
-        self.inner.forget_released_snapshots(cutoff, limit)
-    }
+    wsp_store::forward_store!(|this| this.inner;
+        limits, features, list, get, put, delete, history, snapshot, snapshot_info,
+        release_snapshot, list_at, get_at, open_snapshots_before, forget_released_snapshots);
+
     fn changes<'a>(
         &'a self,
         owner: &'a Owner,

@@ -8,11 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 use support::{Options, start, start_with};
-use wsp_store::{
-    Deleted, FileMeta, FileWrite, Limits, MemoryStore, Precondition, StoreError, StoreFuture,
-    StoredFile, WorkspaceStore,
-};
-use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+use wsp_store::{MemoryStore, StoreError, StoreFuture, WorkspaceStore};
 
 /// A memory store whose readiness check fails while `down` is set.
 struct Flaky {
@@ -21,9 +17,8 @@ struct Flaky {
 }
 
 impl WorkspaceStore for Flaky {
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
+    wsp_store::forward_store!(|this| this.inner; limits, list, get, put, delete, history);
+
     fn ready(&self) -> StoreFuture<'_, ()> {
         let down = self.down.load(Ordering::SeqCst);
         Box::pin(async move {
@@ -35,45 +30,6 @@ impl WorkspaceStore for Flaky {
                 Ok(())
             }
         })
-    }
-    fn list<'a>(
-        &'a self,
-        owner: &'a Owner,
-        prefix: &'a WorkspacePrefix,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.list(owner, prefix)
-    }
-    fn get<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        version: Option<u64>,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.inner.get(owner, path, version)
-    }
-    fn put<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        write: FileWrite,
-        precondition: Precondition,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.inner.put(owner, path, write, precondition)
-    }
-    fn delete<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        precondition: Precondition,
-    ) -> StoreFuture<'a, Deleted> {
-        self.inner.delete(owner, path, precondition)
-    }
-    fn history<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.inner.history(owner, path)
     }
 }
 

@@ -59,9 +59,7 @@ pub fn snapshot_text(ctx: &RenderedContext) -> String {
 pub struct YieldingStore(pub MemoryStore);
 
 impl WorkspaceStore for YieldingStore {
-    fn limits(&self) -> wsp_store::Limits {
-        self.0.limits()
-    }
+    wsp_store::forward_store!(|this| this.0; limits, delete, history);
 
     fn list<'a>(
         &'a self,
@@ -97,22 +95,5 @@ impl WorkspaceStore for YieldingStore {
             tokio::task::yield_now().await;
             self.0.put(owner, path, write, precondition).await
         })
-    }
-
-    fn delete<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        precondition: Precondition,
-    ) -> wsp_store::StoreFuture<'a, wsp_store::Deleted> {
-        self.0.delete(owner, path, precondition)
-    }
-
-    fn history<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-    ) -> wsp_store::StoreFuture<'a, Vec<wsp_store::FileMeta>> {
-        self.0.history(owner, path)
     }
 }

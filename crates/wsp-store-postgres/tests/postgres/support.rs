@@ -5,14 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::broadcast;
-use wsp_store::{
-    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, Precondition, QuotaExceeded,
-    SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreFeatures, StoreFuture, StoredFile,
-    WorkspaceStore, new_life_id,
-};
+use wsp_store::{Limits, WorkspaceStore, new_life_id};
 use wsp_store_postgres::{PgOptions, PgStore};
-use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+use wsp_types::{Owner, WorkspacePath};
 
 /// The variable holding the test database's URL; a test passes the URL to the processes it
 /// starts through it.
@@ -115,160 +110,10 @@ impl Drop for TestSchema {
 macro_rules! delegate_store {
     ($ty:ty, |$this:ident| $pick:expr) => {
         impl WorkspaceStore for $ty {
-            fn limits(&self) -> Limits {
-                let $this = self;
-                $pick.limits()
-            }
-
-            fn features(&self) -> StoreFeatures {
-                let $this = self;
-                $pick.features()
-            }
-
-            fn list<'a>(
-                &'a self,
-                owner: &'a Owner,
-                prefix: &'a WorkspacePrefix,
-            ) -> StoreFuture<'a, Vec<FileMeta>> {
-                let $this = self;
-                $pick.list(owner, prefix)
-            }
-
-            fn get<'a>(
-                &'a self,
-                owner: &'a Owner,
-                path: &'a WorkspacePath,
-                version: Option<u64>,
-            ) -> StoreFuture<'a, StoredFile> {
-                let $this = self;
-                $pick.get(owner, path, version)
-            }
-
-            fn put<'a>(
-                &'a self,
-                owner: &'a Owner,
-                path: &'a WorkspacePath,
-                write: FileWrite,
-                precondition: Precondition,
-            ) -> StoreFuture<'a, StoredFile> {
-                let $this = self;
-                $pick.put(owner, path, write, precondition)
-            }
-
-            fn delete<'a>(
-                &'a self,
-                owner: &'a Owner,
-                path: &'a WorkspacePath,
-                precondition: Precondition,
-            ) -> StoreFuture<'a, Deleted> {
-                let $this = self;
-                $pick.delete(owner, path, precondition)
-            }
-
-            fn history<'a>(
-                &'a self,
-                owner: &'a Owner,
-                path: &'a WorkspacePath,
-            ) -> StoreFuture<'a, Vec<FileMeta>> {
-                let $this = self;
-                $pick.history(owner, path)
-            }
-
-            fn snapshot<'a>(
-                &'a self,
-                owner: &'a Owner,
-                label: &'a str,
-            ) -> StoreFuture<'a, SnapshotInfo> {
-                let $this = self;
-                $pick.snapshot(owner, label)
-            }
-
-            fn snapshot_usage<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, SnapshotUsage> {
-                let $this = self;
-                $pick.snapshot_usage(owner)
-            }
-
-            fn snapshot_within<'a>(
-                &'a self,
-                owner: &'a Owner,
-                label: &'a str,
-                quota: SnapshotQuota,
-            ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
-                let $this = self;
-                $pick.snapshot_within(owner, label, quota)
-            }
-
-            fn snapshot_info<'a>(
-                &'a self,
-                owner: &'a Owner,
-                id: &'a str,
-            ) -> StoreFuture<'a, SnapshotInfo> {
-                let $this = self;
-                $pick.snapshot_info(owner, id)
-            }
-
-            fn release_snapshot<'a>(
-                &'a self,
-                owner: &'a Owner,
-                id: &'a str,
-                outcome: &'a str,
-            ) -> StoreFuture<'a, SnapshotInfo> {
-                let $this = self;
-                $pick.release_snapshot(owner, id, outcome)
-            }
-
-            fn open_snapshots_before<'a>(
-                &'a self,
-                cutoff: chrono::DateTime<chrono::Utc>,
-                limit: usize,
-            ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
-                let $this = self;
-                $pick.open_snapshots_before(cutoff, limit)
-            }
-
-            fn forget_released_snapshots<'a>(
-                &'a self,
-                cutoff: chrono::DateTime<chrono::Utc>,
-                limit: usize,
-            ) -> StoreFuture<'a, usize> {
-                let $this = self;
-                $pick.forget_released_snapshots(cutoff, limit)
-            }
-
-            fn list_at<'a>(
-                &'a self,
-                owner: &'a Owner,
-                snapshot: &'a str,
-                prefix: &'a WorkspacePrefix,
-            ) -> StoreFuture<'a, Vec<FileMeta>> {
-                let $this = self;
-                $pick.list_at(owner, snapshot, prefix)
-            }
-
-            fn get_at<'a>(
-                &'a self,
-                owner: &'a Owner,
-                snapshot: &'a str,
-                path: &'a WorkspacePath,
-            ) -> StoreFuture<'a, StoredFile> {
-                let $this = self;
-                $pick.get_at(owner, snapshot, path)
-            }
-
-            fn changes<'a>(
-                &'a self,
-                owner: &'a Owner,
-                after: u64,
-                limit: usize,
-            ) -> StoreFuture<'a, ChangePage> {
-                let $this = self;
-                $pick.changes(owner, after, limit)
-            }
-
-            fn subscribe(&self) -> Option<broadcast::Receiver<ChangeNotice>> {
-                let $this = self;
-                $pick.subscribe()
-            }
+            wsp_store::forward_store!(|$this| $pick;
+                limits, features, list, get, put, delete, history, snapshot, snapshot_usage,
+                snapshot_within, snapshot_info, release_snapshot, open_snapshots_before,
+                forget_released_snapshots, list_at, get_at, changes, subscribe);
         }
     };
 }

@@ -6,11 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use wsp_store::{
-    ChangeNotice, ChangePage, Deleted, FileMeta, FileWrite, Limits, MemoryStore, Precondition,
-    SnapshotInfo, StoreFuture, StoredFile, WorkspaceStore,
-};
-use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+use wsp_store::{MemoryStore, WorkspaceStore};
 use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, VfsError, WorkspaceConfig};
 
 /// A temporary directory holding a physical root `R`, a directory `OUTSIDE` next to it and
@@ -114,132 +110,9 @@ impl RecordingStore {
 }
 
 impl WorkspaceStore for RecordingStore {
-    fn limits(&self) -> Limits {
-        self.record();
-        self.inner.limits()
-    }
-
-    fn list<'a>(
-        &'a self,
-        owner: &'a Owner,
-        prefix: &'a WorkspacePrefix,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.record();
-        self.inner.list(owner, prefix)
-    }
-
-    fn get<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        version: Option<u64>,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.record();
-        self.inner.get(owner, path, version)
-    }
-
-    fn put<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        write: FileWrite,
-        precondition: Precondition,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.record();
-        self.inner.put(owner, path, write, precondition)
-    }
-
-    fn delete<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-        precondition: Precondition,
-    ) -> StoreFuture<'a, Deleted> {
-        self.record();
-        self.inner.delete(owner, path, precondition)
-    }
-
-    fn history<'a>(
-        &'a self,
-        owner: &'a Owner,
-        path: &'a WorkspacePath,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.record();
-        self.inner.history(owner, path)
-    }
-
-    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        self.record();
-        self.inner.snapshot(owner, label)
-    }
-
-    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        self.record();
-        self.inner.snapshot_info(owner, id)
-    }
-
-    fn release_snapshot<'a>(
-        &'a self,
-        owner: &'a Owner,
-        id: &'a str,
-        outcome: &'a str,
-    ) -> StoreFuture<'a, SnapshotInfo> {
-        self.record();
-        self.inner.release_snapshot(owner, id, outcome)
-    }
-
-    fn open_snapshots_before<'a>(
-        &'a self,
-        cutoff: chrono::DateTime<chrono::Utc>,
-        limit: usize,
-    ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
-        self.record();
-        self.inner.open_snapshots_before(cutoff, limit)
-    }
-
-    fn forget_released_snapshots<'a>(
-        &'a self,
-        cutoff: chrono::DateTime<chrono::Utc>,
-        limit: usize,
-    ) -> StoreFuture<'a, usize> {
-        self.record();
-        self.inner.forget_released_snapshots(cutoff, limit)
-    }
-
-    fn list_at<'a>(
-        &'a self,
-        owner: &'a Owner,
-        snapshot: &'a str,
-        prefix: &'a WorkspacePrefix,
-    ) -> StoreFuture<'a, Vec<FileMeta>> {
-        self.record();
-        self.inner.list_at(owner, snapshot, prefix)
-    }
-
-    fn get_at<'a>(
-        &'a self,
-        owner: &'a Owner,
-        snapshot: &'a str,
-        path: &'a WorkspacePath,
-    ) -> StoreFuture<'a, StoredFile> {
-        self.record();
-        self.inner.get_at(owner, snapshot, path)
-    }
-
-    fn changes<'a>(
-        &'a self,
-        owner: &'a Owner,
-        after: u64,
-        limit: usize,
-    ) -> StoreFuture<'a, ChangePage> {
-        self.record();
-        self.inner.changes(owner, after, limit)
-    }
-
-    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<ChangeNotice>> {
-        self.record();
-        self.inner.subscribe()
-    }
+    wsp_store::forward_store!(|this| { this.record(); &this.inner };
+        limits, list, get, put, delete, history, snapshot, snapshot_info, release_snapshot,
+        open_snapshots_before, forget_released_snapshots, list_at, get_at, changes, subscribe);
 }
 
 /// A filesystem over `entries` (prefix, scope, mount) with a fresh memory Virtual Store.

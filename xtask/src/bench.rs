@@ -52,19 +52,18 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
 
 /// `cargo xtask bench snapshot`: the `snapshot` program of `wsp-bench`, in release mode.
 fn snapshot() -> Result<()> {
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "run",
-                "--release",
-                "--quiet",
-                "-p",
-                "wsp-bench",
-                "--bin",
-                "snapshot",
-            ])
-            .current_dir(crate::project::project_root())
-            .status()?;
+    let status = std::process::Command::new(crate::project::cargo())
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "wsp-bench",
+            "--bin",
+            "snapshot",
+        ])
+        .current_dir(crate::project::project_root())
+        .status()?;
     if status.success() {
         Ok(())
     } else {
@@ -326,7 +325,7 @@ fn target_dir() -> PathBuf {
 
 /// Builds `wsp` with the release profile (a benchmark of a debug build measures the wrong thing).
 fn release_wsp() -> Result<PathBuf> {
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let status = Command::new(crate::project::cargo())
         .args([
             "build",
             "--release",

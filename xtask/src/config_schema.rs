@@ -15,7 +15,7 @@ pub(crate) const OUTPUT: &str = "schemas/config/wsp.schema.json";
 
 /// Writes (or, under `check`, verifies) the configuration file's schema.
 pub(crate) fn generate(check: bool) -> Result<()> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let out = Command::new(crate::project::cargo())
         .args([
             "run",
             "--quiet",

@@ -72,7 +72,7 @@ pub(crate) fn run() -> Result<()> {
     }
 
     println!("== wsp-client against {}", host.url);
-    let rust = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let rust = Command::new(crate::project::cargo())
         .args([
             "run",
             "--quiet",

@@ -11,7 +11,7 @@ use crate::project::{ensure_file_contents, project_root};
 
 /// Writes (or, under `check`, verifies) `api/openapi.json`.
 pub(crate) fn generate(check: bool) -> Result<()> {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let out = Command::new(crate::project::cargo())
         .args([
             "run",
             "--quiet",

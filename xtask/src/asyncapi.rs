@@ -4,15 +4,20 @@
 //! No AsyncAPI crate covers 3.0, so the document is a small serde model here. Message
 //! payloads embed the JSON Schemas of `schemas/` verbatim (as 2020-12 multi-format schemas),
 //! so their patterns and bounds survive.
+//!
+//! The YAML is written by yaml-rust2's emitter. The model goes to it as JSON text, which is
+//! YAML 1.2, so its loader keeps every object's keys in the order the model declares them (and
+//! the order of the schema files): `serde_json::Value` would sort them.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use yaml_rust2::{Yaml, YamlEmitter, YamlLoader};
 
 use crate::Result;
 use crate::project::{ensure_file_contents, project_root};
 use crate::schemas::SCHEMA_DIR;
-use crate::yaml::Node;
 
 /// The generated file, relative to the project root.
 pub(crate) const OUTPUT: &str = "api/asyncapi.yaml";
@@ -36,16 +41,67 @@ fn render() -> Result<String> {
         &schema_file("workspace-updated.schema.json")?,
         &schema_file("error-envelope.schema.json")?,
     )?;
-    Ok(format!(
-        "{HEADER}{}",
-        Node::from_serialize(&document)?.to_yaml()
-    ))
+    let tree = json(&serde_json::to_string_pretty(&document)?)?;
+    let mut yaml = String::new();
+    let mut emitter = YamlEmitter::new(&mut yaml);
+    emitter.multiline_strings(true);
+    emitter.dump(&tree.0)?;
+    // The emitter indents the empty lines of a literal block too; a line of spaces alone in
+    // a literal block is an empty line either way.
+    let mut out = String::from(HEADER);
+    for line in yaml.lines() {
+        out.push_str(if line.trim_start_matches(' ').is_empty() {
+            ""
+        } else {
+            line
+        });
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// A schema file as written, keys in file order.
 fn schema_file(file_name: &str) -> Result<Node> {
     let text = std::fs::read_to_string(project_root().join(SCHEMA_DIR).join(file_name))?;
-    Ok(Node::from_json(&text).map_err(|e| format!("{SCHEMA_DIR}/{file_name}: {e}"))?)
+    Ok(json(&text).map_err(|e| format!("{SCHEMA_DIR}/{file_name}: {e}"))?)
+}
+
+/// A JSON value read by the YAML loader, so its objects keep their key order.
+#[derive(Debug, Clone)]
+struct Node(Yaml);
+
+impl Serialize for Node {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        match &self.0 {
+            Yaml::Null => s.serialize_unit(),
+            Yaml::Boolean(b) => s.serialize_bool(*b),
+            Yaml::Integer(i) => s.serialize_i64(*i),
+            Yaml::Real(text) => s.serialize_f64(
+                text.parse()
+                    .map_err(|_| S::Error::custom(format!("not a number: {text}")))?,
+            ),
+            Yaml::String(text) => s.serialize_str(text),
+            Yaml::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Node(item.clone()))?;
+                }
+                seq.end()
+            }
+            Yaml::Hash(entries) => {
+                let mut map = s.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    let key = key.as_str().ok_or_else(|| {
+                        S::Error::custom(format!("a key that is not text: {key:?}"))
+                    })?;
+                    map.serialize_entry(key, &Node(value.clone()))?;
+                }
+                map.end()
+            }
+            other => Err(S::Error::custom(format!("not JSON: {other:?}"))),
+        }
+    }
 }
 
 /// An AsyncAPI 3.0 document (only the parts wsp uses).
@@ -172,20 +228,24 @@ fn reference(target: &str) -> Reference {
 
 /// Adds `name: schema` to the `properties` of an object schema.
 fn with_property(mut object_schema: Node, name: &str, schema: Node) -> Node {
-    if let Node::Map(entries) = &mut object_schema
-        && let Some((_, Node::Map(properties))) =
-            entries.iter_mut().find(|(k, _)| k == "properties")
+    if let Yaml::Hash(entries) = &mut object_schema.0
+        && let Some(Yaml::Hash(properties)) =
+            entries.get_mut(&Yaml::String("properties".to_owned()))
     {
-        properties.push((name.to_owned(), schema));
+        properties.insert(Yaml::String(name.to_owned()), schema.0);
     } else {
         unreachable!("the event schema literal has `properties`");
     }
     object_schema
 }
 
-/// Builds a [`Node`] from JSON text written in this file.
+/// Reads JSON text (a schema file, or a literal written in this file) as one [`Node`].
 fn json(text: &str) -> Result<Node> {
-    Ok(Node::from_json(text)?)
+    let mut docs = YamlLoader::load_from_str(text)?;
+    match (docs.pop(), docs.is_empty()) {
+        (Some(doc), true) => Ok(Node(doc)),
+        _ => Err("not one JSON value".into()),
+    }
 }
 
 const CHANNEL_DESCRIPTION: &str = "\
@@ -397,7 +457,29 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::yaml::parse_yaml;
+
+    /// The YAML as a JSON value, read back by yaml-rust2's loader.
+    fn parse_yaml(text: &str) -> Value {
+        fn convert(y: &Yaml) -> Value {
+            match y {
+                Yaml::Null => Value::Null,
+                Yaml::Boolean(b) => (*b).into(),
+                Yaml::Integer(i) => (*i).into(),
+                Yaml::Real(r) => r.parse::<f64>().expect("a real number").into(),
+                Yaml::String(s) => s.clone().into(),
+                Yaml::Array(items) => items.iter().map(convert).collect(),
+                Yaml::Hash(map) => map
+                    .iter()
+                    .map(|(k, v)| (k.as_str().expect("string keys").to_owned(), convert(v)))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into(),
+                other => panic!("unexpected YAML node {other:?}"),
+            }
+        }
+        let docs = YamlLoader::load_from_str(text).expect("valid YAML");
+        assert_eq!(docs.len(), 1, "one YAML document");
+        convert(&docs[0])
+    }
 
     fn committed() -> Value {
         let text = std::fs::read_to_string(project_root().join(OUTPUT)).unwrap();
@@ -435,6 +517,57 @@ mod tests {
     #[test]
     fn committed_document_is_fresh() {
         generate(true).unwrap();
+    }
+
+    /// What a YAML reader gets from the document is exactly the model, key order included:
+    /// every quoting and block style the emitter chose reads back as the text it was given.
+    #[test]
+    fn the_yaml_reads_back_as_the_model() {
+        let text = render().unwrap();
+        let model = document(
+            &schema_file("workspace-updated.schema.json").unwrap(),
+            &schema_file("error-envelope.schema.json").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(parse_yaml(&text), serde_json::to_value(&model).unwrap());
+        let order = |doc: &Yaml| -> Vec<String> {
+            doc.as_hash()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str().unwrap().to_owned())
+                .collect()
+        };
+        let docs = YamlLoader::load_from_str(&text).unwrap();
+        assert_eq!(
+            order(&docs[0]),
+            [
+                "asyncapi",
+                "id",
+                "info",
+                "defaultContentType",
+                "servers",
+                "channels",
+                "operations",
+                "components"
+            ]
+        );
+        assert!(
+            text.lines().all(|line| !line.ends_with(' ')),
+            "no line ends in a space"
+        );
+    }
+
+    #[test]
+    fn json_text_keeps_its_key_order_and_values() {
+        let node = json(r#"{"z": 1, "a": [true, null, -1.5, "x\ny"], "m": {}}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&node).unwrap(),
+            r#"{"z":1,"a":[true,null,-1.5,"x\ny"],"m":{}}"#
+        );
+        assert!(
+            json("{\"a\": 1}\n---\n{}").is_err(),
+            "two documents are not one value"
+        );
     }
 
     #[test]

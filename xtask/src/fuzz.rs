@@ -312,7 +312,7 @@ fn finish(root: &Path, target: &str, mut run: Run) -> Result<()> {
     }
     Err(format!(
         "fuzz target {target} fails on {files} (kept in fuzz/regressions/{target}/).\n\
-         Reproduce: cargo test -p wsp-fuzz --test replay {target}\n\
+         Reproduce: cargo test -p wsp-fuzz --test it replay::{target}\n\
          (or run fuzz/target/{TRIPLE}/release/{target} {files}).\n\
          Commit the file with the fix: from then on `cargo test -p wsp-fuzz` replays it.",
         files = crashes.join(" ")

@@ -16,11 +16,11 @@ mod conformance;
 mod fuzz;
 mod host;
 mod interop;
+mod man;
 mod matrix;
 mod openapi;
 mod project;
 mod schemas;
-mod yaml;
 
 use std::process::ExitCode;
 
@@ -52,6 +52,8 @@ tasks:
   interop             drive `wsp serve` with the OpenWOP Python client 1.8.0 and wsp-client,
                       and `wsp mcp` with the MCP Python SDK (stdio and HTTP)
   interop-matrix      write INTEROP-MATRIX.md from the reports in target/conformance/
+  man [--out DIR]     write the man pages of `wsp` (wsp.1, one per subcommand) into DIR
+                      (default target/man)
   bench vfs [--iterations N]
                       time read_file, write_file and ls over MCP stdio: `wsp mcp` against
                       the reference filesystem server (npm), ratios against the same run
@@ -88,6 +90,8 @@ enum Task {
     Interop,
     /// Write INTEROP-MATRIX.md.
     Matrix,
+    /// Write the man pages into this directory.
+    Man(std::path::PathBuf),
     /// Run a benchmark, with its arguments.
     Bench(Vec<String>),
     /// Fuzz, with the arguments of [`fuzz::run`].
@@ -102,6 +106,7 @@ fn parse(args: &[String]) -> Result<Task> {
         "conformance" => return Ok(Task::Conformance(flags.to_vec())),
         "interop" if flags.is_empty() => return Ok(Task::Interop),
         "interop-matrix" if flags.is_empty() => return Ok(Task::Matrix),
+        "man" => return Ok(Task::Man(man::out_dir(flags)?)),
         "bench" => return Ok(Task::Bench(flags.to_vec())),
         "fuzz" => return Ok(Task::Fuzz(flags.to_vec())),
         _ => {}
@@ -133,6 +138,7 @@ fn run(args: &[String]) -> Result<()> {
         Task::Conformance(extra) => conformance::run(&extra),
         Task::Interop => interop::run(),
         Task::Matrix => matrix::run(),
+        Task::Man(out) => man::run(&out),
         Task::Bench(args) => bench::run(&args),
         Task::Fuzz(args) => fuzz::run(&args),
     }
@@ -208,6 +214,13 @@ mod tests {
         check("interop", Some(Task::Interop));
         check("interop --x", None);
         check("interop-matrix", Some(Task::Matrix));
+        check(
+            "man",
+            Some(Task::Man(crate::project::project_root().join("target/man"))),
+        );
+        check("man --out /tmp/pages", Some(Task::Man("/tmp/pages".into())));
+        check("man --out", None);
+        check("man --check", None);
         check("bench vfs", Some(Task::Bench(vec!["vfs".into()])));
         check("fuzz paths", Some(Task::Fuzz(vec!["paths".into()])));
     }

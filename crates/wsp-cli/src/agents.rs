@@ -19,6 +19,7 @@ use wsp_types::{Owner, OwnerId, WorkspacePath};
 
 use crate::CliError;
 use crate::config::FileConfig;
+use crate::failure::Failure;
 use crate::location::{StoreLocation, unusable_postgres};
 
 /// The approvals file inside a data directory.
@@ -117,9 +118,9 @@ async fn existing_approvals(
 
 /// Where the approvals are, for messages (never the store URL, which may hold a password).
 fn describe(location: &StoreLocation) -> String {
-    match &location.store {
-        Some(_) => format!("the PostgreSQL store (schema {})", location.pg_schema),
-        None => approvals_file(&location.data).display().to_string(),
+    match location.postgres() {
+        Ok(Some(_)) => format!("the PostgreSQL store (schema {})", location.pg_schema),
+        _ => approvals_file(&location.data).display().to_string(),
     }
 }
 
@@ -153,11 +154,11 @@ pub struct ListApprovalsArgs {
     json: bool,
 }
 
-fn client(http: &HttpArgs) -> Result<Client, CliError> {
-    (http.tls.client(&http.url, http.key.as_deref())?.build()).map_err(crate::files::wire_error)
+fn client(http: &HttpArgs) -> Result<Client, Failure> {
+    (http.tls.client(&http.url, http.key.as_deref())?.build()).map_err(Failure::remote)
 }
 
-fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
@@ -178,11 +179,22 @@ fn owner(a: &ApprovalArgs) -> Result<Owner, CliError> {
 }
 
 /// Runs a `wsp agents` subcommand.
-pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
-    use crate::files::wire_error;
+pub async fn run(cmd: AgentsCommand) -> Result<(), Failure> {
+    let keyless = match &cmd {
+        AgentsCommand::Ls(http)
+        | AgentsCommand::Get { http, .. }
+        | AgentsCommand::Publish { http, .. } => crate::files::keyless(http.key.as_deref()),
+        _ => false,
+    };
+    run_with(cmd)
+        .await
+        .map_err(|f| if keyless { f.sent_without_key() } else { f })
+}
+
+async fn run_with(cmd: AgentsCommand) -> Result<(), Failure> {
     match cmd {
         AgentsCommand::Ls(http) => {
-            let list = client(&http)?.agents().await.map_err(wire_error)?;
+            let list = client(&http)?.agents().await.map_err(Failure::remote)?;
             if http.json {
                 return print_json(&list);
             }
@@ -195,7 +207,10 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
             }
         }
         AgentsCommand::Get { http, agent_id } => {
-            let a = client(&http)?.agent(&agent_id).await.map_err(wire_error)?;
+            let a = client(&http)?
+                .agent(&agent_id)
+                .await
+                .map_err(Failure::remote)?;
             if http.json {
                 return print_json(&a);
             }
@@ -228,7 +243,7 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
             let done = client(&http)?
                 .publish(&request, None)
                 .await
-                .map_err(wire_error)?;
+                .map_err(Failure::remote)?;
             if http.json {
                 return print_json(&done);
             }
@@ -285,7 +300,8 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                             } else {
                                 ""
                             }
-                        )));
+                        ))
+                        .into());
                     }
                     (true, None) => println!(
                         "revoked pack {pack} for tenant {} workspace {}",
@@ -297,7 +313,8 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), CliError> {
                             owner.tenant,
                             owner.workspace,
                             describe(&a.location)
-                        )));
+                        ))
+                        .into());
                     }
                 }
             }

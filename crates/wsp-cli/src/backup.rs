@@ -146,23 +146,31 @@ fn restore_blocking(args: &RestoreArgs) -> Result<(), CliError> {
             existing.join(", ")
         )));
     }
-    // Each file: a checked copy beside its place, then a rename over it. A WAL or shared-memory
-    // file the old database left behind is removed first: it belongs to the old file.
+    // First every file becomes a checked copy beside its place, touching nothing of the old
+    // store; only then does each copy replace its file, with the WAL or shared-memory file the
+    // old database left behind (it belongs to the old file). A restore that fails before that
+    // point leaves the old store whole.
+    let mut staged = Vec::new();
+    for name in DATA_FILES.iter().filter(|name| files.contains(name)) {
+        let temp = sidecar(&args.data.join(name), ".restoring");
+        remove_if_present(&temp)?;
+        copy_private(&args.backup.join(name), &temp).map_err(error)?;
+        check_file(&temp).map_err(error)?;
+        staged.push((*name, temp));
+    }
     for name in DATA_FILES {
         let place = args.data.join(name);
         for suffix in ["-wal", "-shm", "-journal"] {
             remove_if_present(&sidecar(&place, suffix))?;
         }
-        if files.contains(&name) {
-            let temp = sidecar(&place, ".restoring");
-            remove_if_present(&temp)?;
-            copy_private(&args.backup.join(name), &temp).map_err(error)?;
-            check_file(&temp).map_err(error)?;
-            std::fs::rename(&temp, &place)
-                .map_err(|e| CliError(format!("cannot put {} in place: {e}", place.display())))?;
-            println!("{name}\trestored");
-        } else {
-            remove_if_present(&place)?;
+        match staged.iter().find(|(staged, _)| *staged == name) {
+            Some((_, temp)) => {
+                std::fs::rename(temp, &place).map_err(|e| {
+                    CliError(format!("cannot put {} in place: {e}", place.display()))
+                })?;
+                println!("{name}\trestored");
+            }
+            None => remove_if_present(&place)?,
         }
     }
     sync_dir(&args.data).map_err(error)?;

@@ -1,18 +1,27 @@
 //! The connection flags of `wsp serve` and `wsp mcp --http`: what a client's connection may
 //! take (`--header-timeout`, `--idle-timeout`, `--body-timeout`, `--body-deadline`,
 //! `--write-timeout`), how many may be open (`--max-connections`), how long shutdown waits
-//! (`--drain-timeout`), and for MCP which hosts and browser origins are answered
-//! (`--allow-host`, `--allow-origin`).
+//! (`--drain-timeout`), whether they speak TLS (`--tls-cert`, `--tls-key`), and for MCP which
+//! hosts and browser origins are answered (`--allow-host`, `--allow-origin`).
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use wsp_listener::ConnectionLimits;
+use wsp_listener::{ConnectionLimits, ServerTls};
 use wsp_mcp::{HttpAllowList, HttpAuth, HttpOptions};
 
-/// Timeouts and the connection cap, in seconds and connections.
+/// Timeouts and the connection cap, in seconds and connections; TLS.
 #[derive(Debug, Clone, Args)]
 pub struct ConnArgs {
+    /// Serve HTTPS with this certificate chain (PEM: the server's certificate first, then any
+    /// intermediates); needs --tls-key. Both files are read again on SIGHUP.
+    #[arg(long, env = "WSP_TLS_CERT", value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1, unencrypted).
+    #[arg(long, env = "WSP_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Most client connections open at once. At the cap, the connection idle longest (no
     /// request in progress) is closed to make room; when all are busy, new ones wait.
     /// [default: three quarters of the open-file limit, which is raised to its hard limit at
@@ -42,6 +51,22 @@ pub struct ConnArgs {
 }
 
 impl ConnArgs {
+    /// Whether `--tls-cert` and `--tls-key` were given.
+    pub fn tls_requested(&self) -> bool {
+        self.tls_cert.is_some()
+    }
+
+    /// The certificate and key of `--tls-cert` and `--tls-key`, read and checked (`None`
+    /// without them); a bad file is an error naming it and what is wrong.
+    pub fn tls(&self) -> Result<Option<Arc<ServerTls>>, crate::CliError> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        let tls = ServerTls::load(cert, key).map_err(|e| crate::CliError(e.to_string()))?;
+        tracing::info!(cert = %cert.display(), key = %key.display(), "TLS certificate loaded");
+        Ok(Some(Arc::new(tls)))
+    }
+
     /// Raises the process's open-file limit to its hard limit (and logs it), then the limits
     /// these flags describe, with the cap derived from the raised limit unless
     /// `--max-connections` is given. Call it once, after logging starts.
@@ -90,6 +115,16 @@ pub struct McpConnArgs {
 }
 
 impl McpConnArgs {
+    /// [`ConnArgs::tls_requested`].
+    pub fn tls_requested(&self) -> bool {
+        self.conn.tls_requested()
+    }
+
+    /// [`ConnArgs::tls`].
+    pub fn tls(&self) -> Result<Option<Arc<ServerTls>>, crate::CliError> {
+        self.conn.tls()
+    }
+
     /// How `wsp mcp --http` serves with `auth`: the allow list and the connection limits
     /// ([`ConnArgs::connection_limits`], which raises the open-file limit).
     pub fn http_options(&self, auth: HttpAuth) -> HttpOptions {

@@ -10,6 +10,7 @@ use wsp_context::{
 use wsp_types::{ErrorCode, WorkspacePath, WorkspacePrefix};
 
 use crate::CliError;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct ContextArgs {
@@ -58,16 +59,18 @@ struct RenderArgs {
 struct HttpSource {
     client: Client,
     run: Option<String>,
+    /// The first failure of the host, reported as it is when the assembly fails.
+    failure: std::sync::Mutex<Option<Failure>>,
 }
 
-fn unavailable(e: &Error) -> SourceError {
-    SourceError::Unavailable(describe(e))
-}
-
-fn describe(e: &Error) -> String {
-    match e.api() {
-        Some(api) => format!("{} (HTTP {}): {}", api.error, api.status, api.message),
-        None => e.to_string(),
+impl HttpSource {
+    /// `e` for the assembly, kept (when it is the first) for the report.
+    fn unavailable(&self, e: Error) -> SourceError {
+        let failure = Failure::remote(e);
+        let error = SourceError::Unavailable(failure.message().to_owned());
+        let mut first = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        first.get_or_insert(failure);
+        error
     }
 }
 
@@ -86,7 +89,7 @@ impl ContextSource for HttpSource {
                 Some(id) => self.client.list_run_files(id, prefix).await,
                 None => self.client.list(prefix).await,
             }
-            .map_err(|e| unavailable(&e))?;
+            .map_err(|e| self.unavailable(e))?;
             Ok(list
                 .files
                 .into_iter()
@@ -104,36 +107,42 @@ impl ContextSource for HttpSource {
             match got {
                 Ok(file) => Ok(ReadOutcome::Found(file.content)),
                 Err(e) if e.code() == Some(ErrorCode::NotFound) => Ok(ReadOutcome::Missing),
-                Err(e) => Err(unavailable(&e)),
+                Err(e) => Err(self.unavailable(e)),
             }
         })
     }
 }
 
 /// A run's files can be read while it runs; once it ended, its snapshot is gone.
-async fn check_run_is_running(client: &Client, id: &str) -> Result<(), CliError> {
+async fn check_run_is_running(client: &Client, id: &str) -> Result<(), Failure> {
     let run = client
         .get_run(id)
         .await
-        .map_err(|e| CliError(format!("run {id}: {}", describe(&e))))?;
+        .map_err(|e| Failure::remote(e).about(&format!("run {id}")))?;
     if run.ended_at.is_some() {
         return Err(CliError(format!(
             "run {id} has ended; its workspace snapshot is gone"
-        )));
+        ))
+        .into());
     }
     Ok(())
 }
 
 /// Runs a `wsp context` subcommand.
-pub async fn run(args: ContextArgs) -> Result<(), CliError> {
+pub async fn run(args: ContextArgs) -> Result<(), Failure> {
     match args.command {
-        ContextCommand::Render(args) => render(args).await,
+        ContextCommand::Render(args) => {
+            let keyless = crate::files::keyless(args.key.as_deref());
+            render(args)
+                .await
+                .map_err(|f| if keyless { f.sent_without_key() } else { f })
+        }
     }
 }
 
-async fn render(args: RenderArgs) -> Result<(), CliError> {
-    let client = (args.tls.client(&args.url, args.key.as_deref())?.build())
-        .map_err(crate::files::wire_error)?;
+async fn render(args: RenderArgs) -> Result<(), Failure> {
+    let client =
+        (args.tls.client(&args.url, args.key.as_deref())?.build()).map_err(Failure::remote)?;
     let mut config = ContextConfig::new(args.budget);
     for raw in &args.extra {
         let path = WorkspacePath::parse(raw)
@@ -146,10 +155,19 @@ async fn render(args: RenderArgs) -> Result<(), CliError> {
     let source = HttpSource {
         client,
         run: args.run.clone(),
+        failure: std::sync::Mutex::default(),
     };
-    let ctx = assemble(&source, &config)
-        .await
-        .map_err(|e| CliError(e.to_string()))?;
+    let ctx = match assemble(&source, &config).await {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            let first = source
+                .failure
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            return Err(first.unwrap_or_else(|| CliError(e.to_string()).into()));
+        }
+    };
     // A run that ended while it was read answers 404 for every file: that is not "missing".
     if let Some(id) = &args.run
         && has_missing(&ctx.report)

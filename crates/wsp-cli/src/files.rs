@@ -4,10 +4,11 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use wsp_client::{CaCerts, Client, ClientBuilder, Error, FeedItem, PutOptions};
+use wsp_client::{CaCerts, Client, ClientBuilder, PutOptions};
 use wsp_types::{ETag, WorkspacePath};
 
 use crate::CliError;
+use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct FilesArgs {
@@ -41,14 +42,14 @@ pub(crate) struct CaCertArg {
 }
 
 impl CaCertArg {
-    /// A client builder for `url` with `key`, trusting `--cacert` too.
-    pub(crate) fn client(&self, url: &str, key: Option<&str>) -> Result<ClientBuilder, CliError> {
+    /// A client builder for `url` with `key` (an empty one is no key), trusting `--cacert` too.
+    pub(crate) fn client(&self, url: &str, key: Option<&str>) -> Result<ClientBuilder, Failure> {
         let mut builder = Client::builder(url);
-        if let Some(key) = key {
+        if let Some(key) = key.filter(|k| !k.is_empty()) {
             builder = builder.key(key);
         }
         if let Some(file) = &self.cacert {
-            builder = builder.ca_certs(CaCerts::from_pem_file(file).map_err(wire_error)?);
+            builder = builder.ca_certs(CaCerts::from_pem_file(file).map_err(Failure::remote)?);
         }
         Ok(builder)
     }
@@ -122,7 +123,9 @@ enum FilesCommand {
         #[arg(long, default_value = "")]
         prefix: String,
     },
-    /// Follow the change feed: one line per write or delete, as they commit.
+    /// Follow the change feed: one line per write or delete, as they commit. A lost
+    /// connection is retried (waits from 0.25 s doubling up to 5 s, each attempt said on
+    /// standard error), resuming after the last change printed.
     Watch {
         /// Start after this sequence number (default: only changes from now on).
         #[arg(long)]
@@ -134,38 +137,33 @@ fn parse_path(raw: &str) -> Result<WorkspacePath, CliError> {
     WorkspacePath::parse(raw).map_err(|e| CliError(format!("invalid path {raw:?}: {e}")))
 }
 
-pub(crate) fn wire_error(e: Error) -> CliError {
-    match e.api() {
-        Some(api) => {
-            let details = api
-                .details
-                .as_ref()
-                .map(|d| format!(" {}", serde_json::Value::Object(d.clone())))
-                .unwrap_or_default();
-            CliError(format!(
-                "{} (HTTP {}): {}{details}",
-                api.error, api.status, api.message
-            ))
-        }
-        None if matches!(e, Error::Certificate { .. }) => CliError(format!(
-            "{e} (for a private CA, pass its certificate with --cacert FILE or WSP_CACERT)"
-        )),
-        None => CliError(e.to_string()),
-    }
-}
-
-fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
+/// No key given: none, or an empty one (an empty `WSP_API_KEY` counts as unset).
+pub(crate) fn keyless(key: Option<&str>) -> bool {
+    key.is_none_or(str::is_empty)
+}
+
 /// Runs a `wsp files` subcommand.
-pub async fn run(args: FilesArgs) -> Result<(), CliError> {
+pub async fn run(args: FilesArgs) -> Result<(), Failure> {
+    let keyless = keyless(args.key.as_deref());
+    run_with(args)
+        .await
+        .map_err(|f| if keyless { f.sent_without_key() } else { f })
+}
+
+async fn run_with(args: FilesArgs) -> Result<(), Failure> {
     let remote = args.tls.client(&args.url, args.key.as_deref())?;
-    let client = remote.clone().build().map_err(wire_error)?;
+    let client = remote.clone().build().map_err(Failure::remote)?;
     match args.command {
         FilesCommand::Ls { prefix } => {
-            let list = client.list(prefix.as_deref()).await.map_err(wire_error)?;
+            let list = client
+                .list(prefix.as_deref())
+                .await
+                .map_err(Failure::remote)?;
             if args.json {
                 return print_json(&list);
             }
@@ -183,7 +181,7 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
             let file = client
                 .get(&parse_path(&path)?, version)
                 .await
-                .map_err(wire_error)?;
+                .map_err(Failure::remote)?;
             if args.json {
                 return print_json(&file);
             }
@@ -215,7 +213,7 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
             let stored = client
                 .put(&path, content, options)
                 .await
-                .map_err(wire_error)?;
+                .map_err(Failure::remote)?;
             if args.json {
                 return print_json(&stored);
             }
@@ -231,7 +229,7 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
             client
                 .delete(&parse_path(&path)?, tag.as_ref())
                 .await
-                .map_err(wire_error)?;
+                .map_err(Failure::remote)?;
             if args.json {
                 return print_json(&serde_json::json!({ "deleted": path }));
             }
@@ -256,37 +254,14 @@ pub async fn run(args: FilesArgs) -> Result<(), CliError> {
         }
         FilesCommand::Watch { since } => {
             // The feed never ends: no request timeout for it.
-            let watcher = remote.timeout(None).build().map_err(wire_error)?;
-            let mut stream = watcher.events(since).await.map_err(wire_error)?;
-            while let Some(item) = stream.next().await {
-                match item.map_err(wire_error)? {
-                    FeedItem::Updated(e) => {
-                        if args.json {
-                            println!("{}", serde_json::to_string(&e)?);
-                        } else {
-                            println!(
-                                "{}\t{}\tv{}",
-                                e.sequence,
-                                e.payload.path.as_str(),
-                                e.payload.version
-                            );
-                        }
-                    }
-                    FeedItem::Error(e) => {
-                        return Err(CliError(format!(
-                            "{} (HTTP {}): {}",
-                            e.error, e.status, e.message
-                        )));
-                    }
-                }
-            }
-            return Err(CliError("the host closed the change feed".into()));
+            let watcher = remote.timeout(None).build().map_err(Failure::remote)?;
+            return crate::watch::follow(&watcher, since, args.json).await;
         }
         FilesCommand::History { path } => {
             let h = client
                 .history(&parse_path(&path)?)
                 .await
-                .map_err(wire_error)?;
+                .map_err(Failure::remote)?;
             if args.json {
                 return print_json(&h);
             }

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, Subcommand};
+use wsp_server::AgentRegistry as _;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::shared::{private_workspace, shared_workspace};
 use wsp_store_postgres::PgKeyRegistry;
@@ -46,11 +47,21 @@ pub struct CreateArgs {
     /// does not know authenticates to nothing.
     #[arg(long, requires = "user")]
     agent: Option<String>,
+    /// The server's configuration file, whose `[agents]` section must declare `--agent`.
+    #[arg(
+        long,
+        help = "The server's configuration file: --agent must be declared in its [agents] section",
+        requires = "agent",
+        conflicts_with = "workspace",
+        value_name = "FILE"
+    )]
+    config: Option<PathBuf>,
     /// Who acts with the key (attribution; default: the agent, or `admin`).
     #[arg(long)]
     principal: Option<String>,
-    /// Comma-separated scopes (default: all of workspace:read, workspace:write, agents:read,
-    /// runs:create, runs:read).
+    /// Comma-separated scopes (default: workspace:read, workspace:write, agents:read,
+    /// runs:create, runs:read; metrics:read, which shows figures about every tenant, only when
+    /// named).
     #[arg(long)]
     scopes: Option<String>,
 }
@@ -119,6 +130,32 @@ fn key_owner(a: &CreateArgs) -> Result<(Owner, Option<String>), CliError> {
     }
 }
 
+/// Refuses an agent that the `[agents]` section of `config` does not declare, naming those it
+/// does.
+async fn check_declared(agent: &str, config: &Path) -> Result<(), CliError> {
+    let file = crate::config::FileConfig::load(config)?;
+    let Some(registry) = file.agents() else {
+        return Err(CliError(format!(
+            "{} has no [agents] section, so no agent to make a key for",
+            config.display()
+        )));
+    };
+    let declared = registry.agents().await?;
+    if declared.iter().any(|a| a.id == agent) {
+        return Ok(());
+    }
+    let names: Vec<&str> = declared.iter().map(|a| a.id.as_str()).collect();
+    Err(CliError(format!(
+        "agent {agent:?} is not declared in the [agents] section of {} (declared: {})",
+        config.display(),
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    )))
+}
+
 /// Runs a `wsp keys` subcommand.
 pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
     match cmd {
@@ -133,8 +170,11 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
                 .map_err(|e| CliError(format!("--principal: {e}")))?;
             let scopes = match &a.scopes {
                 Some(s) => Scopes::parse(s).map_err(|e| CliError(format!("--scopes: {e}")))?,
-                None => Scopes::all(),
+                None => Scopes::workspace(),
             };
+            if let (Some(agent), Some(config)) = (&agent, &a.config) {
+                check_declared(agent, config).await?;
+            }
             let registry = open_keys(&a.location, true).await?;
             let key = ApiKey::generate();
             let mut record = KeyRecord::new(&key, owner.clone(), principal.clone(), scopes);

@@ -8,28 +8,38 @@ use wsp_store_postgres::PgOptions;
 
 use crate::CliError;
 
-/// `--data DIR`, or `--store postgres://... [--pg-schema S]`.
+/// `--data DIR`, or `--store postgres://... [--pg-schema S]`; each also from the environment
+/// variable `wsp serve` reads (`WSP_DATA`, `WSP_STORE`, `WSP_PG_SCHEMA`), so a command run
+/// beside a server finds what it uses and a database password stays off the command line.
 #[derive(Debug, Clone, Args)]
 pub struct StoreLocation {
     /// The server's data directory.
-    #[arg(long, default_value = "./wsp-data")]
+    #[arg(long, env = "WSP_DATA", default_value = "./wsp-data")]
     pub data: PathBuf,
     /// A PostgreSQL store (`postgres://...`) instead of --data: what every replica reads.
-    #[arg(long, value_name = "URL")]
+    /// `sqlite` or `memory` (as `wsp serve --store` takes them) mean the data directory.
+    #[arg(long, value_name = "URL", env = "WSP_STORE", hide_env_values = true)]
     pub store: Option<String>,
     /// The PostgreSQL schema of the store (as `wsp serve --pg-schema`).
-    #[arg(long, default_value = "public")]
+    #[arg(long, env = "WSP_PG_SCHEMA", default_value = "public")]
     pub pg_schema: String,
 }
 
 impl StoreLocation {
     /// The PostgreSQL store's URL and connection options, when `--store` names one.
     pub fn postgres(&self) -> Result<Option<(&str, PgOptions)>, CliError> {
-        let Some(url) = &self.store else {
+        let Some(url) = self
+            .store
+            .as_deref()
+            .filter(|s| !matches!(*s, "sqlite" | "memory"))
+        else {
             return Ok(None);
         };
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-            return Err(CliError("--store must be a postgres:// URL".into()));
+            return Err(CliError(
+                "--store must be a postgres:// URL (or sqlite or memory: the data directory)"
+                    .into(),
+            ));
         }
         let options = PgOptions {
             schema: self.pg_schema.clone(),

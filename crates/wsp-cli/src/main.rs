@@ -5,16 +5,20 @@
 
 mod agents;
 mod backup;
+mod completions;
 mod config;
 mod conn;
 mod context;
+mod failure;
 mod files;
 mod keys;
 mod lifecycle;
+mod listen;
 mod location;
 mod mcp;
 mod serve;
 mod sync;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -50,6 +54,10 @@ enum Command {
     Backup(backup::BackupArgs),
     /// Put a `wsp backup` into a data directory no server has open.
     Restore(backup::RestoreArgs),
+    /// Print the shell completion script of `wsp` for bash, zsh, fish, PowerShell or elvish.
+    Completions(completions::CompletionsArgs),
+    /// Write the man pages of `wsp` and of each subcommand into a directory.
+    Man(completions::ManArgs),
 }
 
 /// A failure to report on one line before exiting with status 1.
@@ -69,7 +77,11 @@ impl<E: std::error::Error> From<E> for CliError {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return failure::usage(e),
+    };
+    let json = failure::json_requested();
     // An MCP server on stdio serves one client, one message at a time: one thread answers it
     // without a hand-off between threads per message. Everything else (HTTP servers, clients)
     // gets a worker per core.
@@ -86,22 +98,24 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match cli.command {
-            Command::Serve(args) => serve::run(args).await,
-            Command::Keys(cmd) => keys::run(cmd).await,
-            Command::Files(args) => files::run(args).await,
-            Command::Agents(cmd) => agents::run(cmd).await,
-            Command::Context(args) => context::run(args).await,
-            Command::Mcp(args) => mcp::run(args).await,
-            Command::Backup(args) => backup::backup(args).await,
-            Command::Restore(args) => backup::restore(args).await,
+            Command::Serve(args) => serve::run(args).await?,
+            Command::Keys(cmd) => keys::run(cmd).await?,
+            Command::Files(args) => files::run(args).await?,
+            Command::Agents(cmd) => agents::run(cmd).await?,
+            Command::Context(args) => context::run(args).await?,
+            Command::Mcp(args) => mcp::run(args).await?,
+            Command::Backup(args) => backup::backup(args).await?,
+            Command::Restore(args) => backup::restore(args).await?,
+            Command::Completions(args) => completions::completions(&args)?,
+            Command::Man(args) => completions::man(&args)?,
             Command::Conformance(args) => return Ok(wsp_conformance::run_cli(args).await),
         }
-        .map(|()| ExitCode::SUCCESS)
+        Ok::<_, failure::Failure>(ExitCode::SUCCESS)
     });
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            e.report(json);
             ExitCode::FAILURE
         }
     }

@@ -2,7 +2,6 @@
 //!
 //! In stdio mode stdout is the MCP channel, so everything else goes to stderr.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -39,8 +38,9 @@ pub struct McpArgs {
     /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (port 0 picks a free port).
     /// Clients send `Authorization: Bearer <token>`: the token is WSP_MCP_TOKEN (at least 32
     /// visible ASCII characters) or, when that is unset, a fresh one printed on start.
-    #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
+    /// ADDR is HOST:PORT, HOST an IP address or a name such as localhost.
+    #[arg(long, value_name = "ADDR", value_parser = crate::listen::ListenAddr::parse)]
+    http: Option<crate::listen::ListenAddr>,
     /// Data directory (created if needed): virtual mounts and items live in its SQLite file.
     #[arg(long, default_value = "./wsp-data")]
     data: PathBuf,
@@ -80,6 +80,14 @@ impl McpArgs {
 /// Runs the server until stdin closes (stdio) or until Ctrl-C or SIGTERM (HTTP).
 pub async fn run(args: McpArgs) -> Result<(), CliError> {
     crate::lifecycle::init_logging(false);
+    if args.is_stdio() && args.conn.tls_requested() {
+        return Err(CliError(
+            "--tls-cert and --tls-key are for --http: MCP over stdio has no connection to secure"
+                .into(),
+        ));
+    }
+    // Before anything is created.
+    let tls = args.conn.tls()?;
     let secrets: Arc<dyn SecretSource> = match &args.config {
         Some(path) => Arc::new(
             FileConfig::load(path)
@@ -104,20 +112,24 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
             .map_err(|e| CliError(e.to_string())),
         Some(addr) => {
             let (token, given) = http_token()?;
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| CliError(format!("cannot listen on {addr}: {e}")))?;
+            let tcp = addr.bind().await?;
+            let listener = wsp_mcp::Listener::new(tcp, tls.clone());
             let local = listener.local_addr()?;
-            if !local.ip().is_loopback() {
+            if !local.ip().is_loopback() && tls.is_none() {
                 tracing::warn!(
                     "{local} is not a loopback address: MCP over plain HTTP sends the bearer \
-                     token unencrypted; put TLS in front of it"
+                     token unencrypted; serve TLS (--tls-cert, --tls-key) or put TLS in front"
                 );
             }
             // Not the MCP channel in HTTP mode: the address and the token are for whoever
             // started us. Always two lines, so a script reads the same shape either way.
             let shutdown = crate::lifecycle::shutdown_signal();
-            println!("wsp mcp listening on http://{local}{}", wsp_mcp::HTTP_PATH);
+            crate::lifecycle::reload_tls_on_hangup(tls);
+            println!(
+                "wsp mcp listening on {}://{local}{}",
+                listener.scheme(),
+                wsp_mcp::HTTP_PATH
+            );
             if given {
                 println!("bearer token: from {TOKEN_ENV}");
             } else {

@@ -1,15 +1,14 @@
 //! `wsp serve`: the HTTP server on the embedded default (SQLite) or in memory.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use wsp_server::{AppState, KeyAuthenticator, ServerConfig};
+use wsp_server::{AppState, KeyAuthenticator, Metrics, PoolGauges, ServerConfig};
 use wsp_store::approvals::ApprovalRegistry;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::{IdempotencyRecords, MemoryIdempotency, MemoryStore, WorkspaceStore};
-use wsp_store_postgres::{PgOptions, PgStore};
+use wsp_store_postgres::{PgOptions, PgStore, PoolStatus};
 use wsp_store_sqlite::SqliteStore;
 use wsp_store_sqlite::approvals::SqliteApprovals;
 use wsp_store_sqlite::keys::SqliteKeyRegistry;
@@ -94,9 +93,15 @@ impl PgArgs {
                   the command line beats the variable, which beats the default."
 )]
 pub struct ServeArgs {
-    /// Address to listen on (port 0 picks a free port).
-    #[arg(long, env = "WSP_ADDR", default_value = "127.0.0.1:8787")]
-    addr: SocketAddr,
+    /// Address to listen on: HOST:PORT, HOST an IP address or a name such as localhost (the
+    /// first of its addresses that can be bound is used). Port 0 picks a free port.
+    #[arg(long, env = "WSP_ADDR", default_value = "127.0.0.1:8787", value_parser = crate::listen::ListenAddr::parse)]
+    addr: crate::listen::ListenAddr,
+    /// Also serve `GET /metrics` (Prometheus, plain HTTP) on this HOST:PORT, without a key.
+    /// Bind it to a private interface only. On --addr, /metrics still needs a key holding
+    /// metrics:read.
+    #[arg(long, env = "WSP_METRICS_ADDR", value_name = "ADDR", value_parser = crate::listen::ListenAddr::parse)]
+    metrics_addr: Option<crate::listen::ListenAddr>,
     /// Data directory (created if missing): the SQLite file and the key file.
     #[arg(long, env = "WSP_DATA", default_value = "./wsp-data")]
     data: PathBuf,
@@ -143,6 +148,8 @@ struct Backend {
     keys: Arc<dyn KeyRegistry>,
     idempotency: Arc<dyn IdempotencyRecords>,
     approvals: Option<Arc<dyn ApprovalRegistry>>,
+    /// Adds what only the backend sees to the server's metrics (commits, the pool).
+    observe: Box<dyn FnOnce(&Metrics)>,
 }
 
 /// Runs the server until Ctrl-C or SIGTERM, then drains in-flight requests.
@@ -152,6 +159,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         Some(path) => FileConfig::load(path)?,
         None => FileConfig::default(),
     };
+    // Before anything is created (a first start's admin key is shown only once).
+    let tls = args.conn.tls()?;
     let limits = args.limits.limits();
     let data_dir_error = |e: &dyn std::fmt::Display| unusable_data_dir(&args.data, e);
     prepare_data_dir(&args.data)?;
@@ -164,6 +173,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         keys: registry,
         idempotency,
         approvals: pg_approvals,
+        observe,
     } = match &args.store {
         StoreKind::Postgres(url) => {
             let pg = PgStore::connect(url, limits, args.pg.options())
@@ -172,7 +182,11 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
             let keys = pg.key_registry();
             let records = pg.idempotency_records();
             let approvals = pg.approvals();
+            let pool = pg.clone();
             Backend {
+                observe: Box::new(move |metrics| {
+                    metrics.observe_pool(move || pool_gauges(pool.pool_status()));
+                }),
                 store: Arc::new(pg),
                 keys: Arc::new(keys),
                 idempotency: Arc::new(records),
@@ -184,13 +198,19 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
                 SqliteKeyRegistry::open(&key_file(&args.data)).map_err(|e| data_dir_error(&e))?;
             let store: Arc<dyn WorkspaceStore>;
             let records: Arc<dyn IdempotencyRecords>;
+            let observe: Box<dyn FnOnce(&Metrics)>;
             if *kind == StoreKind::Memory {
                 store = Arc::new(MemoryStore::new(limits));
                 records = Arc::new(MemoryIdempotency::default());
+                observe = Box::new(|_| {});
             } else {
                 let file = args.data.join("wsp.sqlite3");
                 let sqlite = SqliteStore::open(&file, limits).map_err(|e| data_dir_error(&e))?;
                 records = Arc::new(sqlite.idempotency_records());
+                let writer = sqlite.clone();
+                observe = Box::new(move |metrics| {
+                    writer.observe_commits(metrics.commit_observer());
+                });
                 store = Arc::new(sqlite);
             }
             Backend {
@@ -198,14 +218,17 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
                 keys: Arc::new(keys),
                 idempotency: records,
                 approvals: None,
+                observe,
             }
         }
     };
-    let first_key = first_start_key(&*registry).await?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| CliError(format!("cannot listen on {}: {e}", args.addr)))?;
+    let tcp = args.addr.bind().await?;
+    let listener = wsp_listener::Listener::new(tcp, tls.clone());
     let local = listener.local_addr()?;
+    let metrics_listener = match &args.metrics_addr {
+        Some(addr) => Some(addr.bind().await?),
+        None => None,
+    };
     let config = ServerConfig {
         workspace_enabled: true,
         test_seams: args.enable_test_seams,
@@ -214,16 +237,10 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         max_open_runs: args.max_open_runs,
         max_pinned_bytes: args.max_pinned_bytes,
     };
-    let state = AppState::with_secrets(
-        store,
-        Arc::new(KeyAuthenticator::new(registry)),
-        Arc::new(file_config.secrets()?),
-        config,
-    )
-    .with_idempotency(idempotency);
+    let secrets = Arc::new(file_config.secrets()?);
     // [agents]: the inventory, agent principals and publishing; approvals made with
     // `wsp agents approve` count at once.
-    let state = match file_config.agents() {
+    let agents = match file_config.agents() {
         Some(agents) => {
             let stored: Arc<dyn ApprovalRegistry> = match pg_approvals {
                 Some(pg) => pg,
@@ -232,39 +249,101 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
                         .map_err(|e| data_dir_error(&e))?,
                 ),
             };
-            state.with_agents(Arc::new(agents.clone().with_stored_approvals(stored)))
+            Some(Arc::new(agents.clone().with_stored_approvals(stored)))
         }
-        None => state,
+        None => None,
     };
+    // After everything else that can fail: a first start's admin key is shown only once.
+    let first_key = first_start_key(&*registry).await?;
+    let auth = Arc::new(KeyAuthenticator::new(registry));
+    let mut state = AppState::builder(store, auth.clone())
+        .secrets(secrets)
+        .idempotency(idempotency)
+        .config(config);
+    if let Some(agents) = agents {
+        state = state.agents(agents);
+    }
+    let state = state.build();
+    state.metrics().observe_key_cache(&auth);
+    observe(state.metrics());
     if let Some(key) = first_key {
         println!("First start: created an admin key for tenant `default`, workspace `default`.");
         println!("It is shown only this once; keep it (e.g. export WSP_API_KEY=...):");
         println!("{}", key.expose());
     }
     let store_name = args.store.name();
-    // Installed before the announcement below: a signal right after it drains.
+    // Installed before the announcement below: a signal right after it drains (or reloads).
     let shutdown = crate::lifecycle::shutdown_signal();
+    crate::lifecycle::reload_tls_on_hangup(tls);
+    if let Some(metrics) = &metrics_listener {
+        println!(
+            "wsp metrics on http://{}/metrics (no key)",
+            metrics.local_addr()?
+        );
+    }
     println!(
-        "wsp listening on http://{local} (store: {store_name}, data: {})",
+        "wsp listening on {}://{local} (store: {store_name}, data: {})",
+        listener.scheme(),
         args.data.display()
     );
     if args.enable_test_seams {
         tracing::warn!("test seams are enabled: any valid key can act for any owner");
     }
-    wsp_server::serve_with(listener, state, args.conn.connection_limits(), shutdown).await?;
+    let limits = args.conn.connection_limits();
+    // The metrics listener stops when the main one begins to.
+    let (stopping, stop) = tokio::sync::watch::channel(false);
+    let metrics = metrics_listener
+        .map(|listener| tokio::spawn(serve_metrics(listener, state.clone(), limits, stop)));
+    let shutdown = async move {
+        shutdown.await;
+        stopping.send_replace(true);
+    };
+    wsp_server::serve_with(listener, state, limits, shutdown).await?;
+    if let Some(metrics) = metrics {
+        metrics
+            .await
+            .map_err(|e| CliError(format!("the metrics listener failed: {e}")))??;
+    }
     println!("wsp stopped");
     Ok(())
 }
 
+/// Serves `GET /metrics` of `state` on `listener` without a key until `stop` turns true.
+async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    limits: wsp_listener::ConnectionLimits,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let stopped = async move {
+        // An error means the sender is gone: the server is stopping all the same.
+        let _ = stop.wait_for(|stopping| *stopping).await;
+    };
+    wsp_listener::serve(listener, wsp_server::metrics_router(state), limits, stopped).await
+}
+
+/// What a PostgreSQL pool's status is as metrics.
+fn pool_gauges(status: PoolStatus) -> PoolGauges {
+    let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    PoolGauges {
+        max: count(status.max),
+        in_use: count(status.open.saturating_sub(status.idle)),
+        idle: count(status.idle),
+        waiting: count(status.waiting),
+    }
+}
+
 /// On a key registry without keys, creates the admin key (every scope) for `default/default`.
+/// The check and the insert are one step, so replicas starting at once on an empty store
+/// create one admin key, printed by the replica that made it.
 async fn first_start_key(registry: &dyn KeyRegistry) -> Result<Option<ApiKey>, CliError> {
     if !registry.list().await?.is_empty() {
         return Ok(None);
     }
     let key = ApiKey::generate();
     let owner = Owner::parse("default", "default").expect("static ids are valid");
-    registry
-        .insert(KeyRecord::new(&key, owner, "admin".into(), Scopes::all()))
+    let stored = registry
+        .insert_first(KeyRecord::new(&key, owner, "admin".into(), Scopes::all()))
         .await?;
-    Ok(Some(key))
+    Ok(stored.then_some(key))
 }

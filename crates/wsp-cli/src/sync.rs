@@ -11,18 +11,22 @@
 //! exists remotely is compared by content: equal is recorded as unchanged, different is a
 //! conflict. Pull is the mirror image: a local file changed since the last sync is a conflict and
 //! stays as it is.
+//!
+//! Each file that moves gets a line on standard output, then a summary; on a terminal, a
+//! progress bar on standard error counts the files done.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 
+use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use wsp_client::{Client, Error, PutOptions};
 use wsp_types::{ETag, WorkspacePath};
 
 use crate::CliError;
-use crate::files::wire_error;
+use crate::failure::Failure;
 
 /// The manifest's file name in the synced folder.
 pub const MANIFEST: &str = ".wsp-sync.json";
@@ -94,18 +98,49 @@ impl Outcome {
     }
 }
 
-/// The per-file lines and the summary of one push or pull.
-#[derive(Debug, Default)]
+/// The per-file lines, the progress bar and the summary of one push or pull.
+#[derive(Debug)]
 struct Report {
     dry_run: bool,
     json: bool,
     files: Vec<serde_json::Value>,
     counts: BTreeMap<&'static str, usize>,
     problems: usize,
+    /// Files done of the files to do, on standard error when it is a terminal (and the output
+    /// is not `--json`); hidden otherwise, so logs and pipes get the plain lines alone.
+    bar: ProgressBar,
 }
 
 impl Report {
+    /// A report of `total` files to go through (more may be added with [`Report::more`]).
+    fn new(total: usize, dry_run: bool, json: bool) -> Self {
+        let bar = if json || !std::io::stderr().is_terminal() {
+            ProgressBar::hidden()
+        } else {
+            // No colour in the template: nothing for NO_COLOR to turn off.
+            let style = ProgressStyle::with_template("{bar:40} {pos}/{len} files  {wide_msg}")
+                .expect("a valid template")
+                .progress_chars("#>-");
+            ProgressBar::new(total as u64).with_style(style)
+        };
+        Self {
+            dry_run,
+            json,
+            files: Vec::new(),
+            counts: BTreeMap::new(),
+            problems: 0,
+            bar,
+        }
+    }
+
+    /// `n` more files to go through.
+    fn more(&self, n: usize) {
+        self.bar.inc_length(n as u64);
+    }
+
     fn record(&mut self, path: &str, outcome: Outcome, note: &str) {
+        self.bar.inc(1);
+        self.bar.set_message(path.to_owned());
         let word = outcome.word(self.dry_run);
         *self.counts.entry(word).or_default() += 1;
         if matches!(outcome, Outcome::Conflict | Outcome::Failed) {
@@ -116,17 +151,22 @@ impl Report {
                 "path": path, "outcome": outcome, "dryRun": self.dry_run, "note": note,
             }));
         } else if outcome != Outcome::Unchanged || !note.is_empty() {
-            if note.is_empty() {
-                println!("{path}\t{word}");
-            } else {
-                println!("{path}\t{word}\t{note}");
-            }
+            // Printed above the bar, which is drawn again below the line.
+            self.bar.suspend(|| {
+                if note.is_empty() {
+                    println!("{path}\t{word}");
+                } else {
+                    println!("{path}\t{word}\t{note}");
+                }
+            });
         }
     }
 
     /// Prints the summary (the counts of `order`, then conflicts, then failures if any); an
     /// error when any file conflicted or failed.
     fn finish(self, order: &[Outcome]) -> Result<(), CliError> {
+        // The bar stays, full, above the summary.
+        self.bar.finish_with_message("done");
         let count = |w: &str| self.counts.get(w).copied().unwrap_or(0);
         let failed = Outcome::Failed.word(self.dry_run);
         let mut outcomes = order.to_vec();
@@ -163,10 +203,7 @@ impl Report {
 }
 
 fn sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    wsp_types::hex(&Sha256::digest(bytes))
 }
 
 /// Whether the host refused a conditional request because the file moved on (or is gone).
@@ -290,10 +327,10 @@ pub async fn push(
     url: &str,
     options: PushOptions,
     json: bool,
-) -> Result<(), CliError> {
+) -> Result<(), Failure> {
     let dir = &options.dir;
     if !dir.is_dir() {
-        return Err(CliError(format!("{} is not a directory", dir.display())));
+        return Err(CliError(format!("{} is not a directory", dir.display())).into());
     }
     let mut manifest = Manifest::load(dir, url)?;
     let remote: BTreeMap<String, String> = client
@@ -303,17 +340,13 @@ pub async fn push(
                 .map(String::as_str),
         )
         .await
-        .map_err(wire_error)?
+        .map_err(Failure::remote)?
         .files
         .into_iter()
         .map(|f| (f.path.as_str().to_owned(), f.etag.unwrap_or_default()))
         .collect();
-    let mut report = Report {
-        dry_run: options.dry_run,
-        json,
-        ..Report::default()
-    };
     let locals = local_files(dir)?;
+    let mut report = Report::new(locals.len(), options.dry_run, json);
     for rel in &locals {
         let name = format!("{}{rel}", options.prefix);
         let Ok(path) = WorkspacePath::parse(&name) else {
@@ -362,7 +395,7 @@ pub async fn push(
             (None, None) => None,
             (None, Some(_)) => {
                 // Never synced: equal content is adopted, different content is not ours.
-                let got = client.get(&path, None).await.map_err(wire_error)?;
+                let got = client.get(&path, None).await.map_err(Failure::remote)?;
                 let etag = got.etag.clone().unwrap_or_default();
                 if got.content == content {
                     if !options.dry_run {
@@ -403,7 +436,7 @@ pub async fn push(
                 report.record(&name, Outcome::Conflict, "changed remotely meanwhile");
             }
             Err(e) => {
-                report.record(&name, Outcome::Failed, &wire_error(e).0);
+                report.record(&name, Outcome::Failed, Failure::remote(e).message());
             }
         }
     }
@@ -412,6 +445,7 @@ pub async fn push(
             .iter()
             .map(|rel| format!("{}{rel}", options.prefix))
             .collect();
+        report.more(remote.keys().filter(|name| !local.contains(*name)).count());
         for (name, etag) in &remote {
             if local.contains(name) {
                 continue;
@@ -441,7 +475,7 @@ pub async fn push(
                 Err(e) if is_conflict(&e) => {
                     report.record(name, Outcome::Conflict, "changed remotely meanwhile");
                 }
-                Err(e) => report.record(name, Outcome::Failed, &wire_error(e).0),
+                Err(e) => report.record(name, Outcome::Failed, Failure::remote(e).message()),
             }
         }
     }
@@ -452,7 +486,7 @@ pub async fn push(
     if options.delete {
         order.insert(1, Outcome::Deleted);
     }
-    report.finish(&order)
+    Ok(report.finish(&order)?)
 }
 
 /// Runs `wsp files pull`: the workspace's files under `prefix` into `dir` (created if missing),
@@ -463,18 +497,15 @@ pub async fn pull(
     dir: &Path,
     prefix: &str,
     json: bool,
-) -> Result<(), CliError> {
+) -> Result<(), Failure> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError(format!("cannot create {}: {e}", dir.display())))?;
     let mut manifest = Manifest::load(dir, url)?;
     let listed = client
         .list(Some(prefix).filter(|p| !p.is_empty()))
         .await
-        .map_err(wire_error)?;
-    let mut report = Report {
-        json,
-        ..Report::default()
-    };
+        .map_err(Failure::remote)?;
+    let mut report = Report::new(listed.files.len(), false, json);
     for meta in listed.files {
         let name = meta.path.as_str().to_owned();
         let rel = name.strip_prefix(prefix).unwrap_or_default();
@@ -517,7 +548,7 @@ pub async fn pull(
         let file = match client.get(&meta.path, None).await {
             Ok(file) => file,
             Err(e) => {
-                report.record(&name, Outcome::Failed, &wire_error(e).0);
+                report.record(&name, Outcome::Failed, Failure::remote(e).message());
                 continue;
             }
         };
@@ -544,7 +575,7 @@ pub async fn pull(
         report.record(&name, Outcome::Downloaded, "");
     }
     manifest.save(dir)?;
-    report.finish(&[Outcome::Downloaded, Outcome::Unchanged])
+    Ok(report.finish(&[Outcome::Downloaded, Outcome::Unchanged])?)
 }
 
 #[cfg(test)]

@@ -113,6 +113,102 @@ impl Error {
         }
         Self::Transport(e)
     }
+
+    /// Why a [`Error::Transport`] failure got no answer; `None` for the other variants.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = wsp_client::Client::builder("http://127.0.0.1:1").build().unwrap();
+    /// let e = client.list(None).await.unwrap_err();
+    /// assert_eq!(e.transport_cause(), Some(wsp_client::TransportCause::ConnectionRefused));
+    /// # }
+    /// ```
+    pub fn transport_cause(&self) -> Option<TransportCause> {
+        match self {
+            Self::Transport(e) => Some(TransportCause::of(e)),
+            _ => None,
+        }
+    }
+}
+
+/// Why a request got no HTTP answer, as far as the layers under the client tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportCause {
+    /// Nothing listens at the address and port (the connection was refused).
+    ConnectionRefused,
+    /// The host name resolved to no address; the resolver's message.
+    NameNotResolved(String),
+    /// The TLS handshake failed for a reason other than the certificate (see
+    /// [`Error::Certificate`]), e.g. the port speaks plain HTTP; the TLS stack's message.
+    Tls(String),
+    /// The host took longer than the client's timeout.
+    TimedOut,
+    /// The connection was reset or closed before a whole answer arrived.
+    ConnectionClosed,
+    /// Anything else: the innermost message.
+    Other(String),
+}
+
+impl TransportCause {
+    /// Walks `error`'s causes for the first one that tells why.
+    fn of(error: &reqwest::Error) -> Self {
+        if error.is_timeout() {
+            return Self::TimedOut;
+        }
+        let mut innermost = error.to_string();
+        let mut resolving = false;
+        let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+        while let Some(mut e) = current {
+            // An I/O error's `source` skips the error it wraps: unwrap those by hand.
+            while let Some(io) = e.downcast_ref::<std::io::Error>() {
+                match io.kind() {
+                    std::io::ErrorKind::ConnectionRefused => return Self::ConnectionRefused,
+                    std::io::ErrorKind::TimedOut => return Self::TimedOut,
+                    std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof => return Self::ConnectionClosed,
+                    _ => {}
+                }
+                match io.get_ref() {
+                    Some(inner) => e = inner,
+                    None => break,
+                }
+            }
+            #[cfg(feature = "rustls")]
+            if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+                return Self::Tls(tls.to_string());
+            }
+            let text = e.to_string();
+            // hyper-util's connector names a failed lookup "dns error"; reqwest's resolver
+            // "error resolving DNS". The cause under it is the resolver's own message.
+            resolving |= text == "dns error" || text == "error resolving DNS";
+            innermost = text;
+            current = e.source();
+        }
+        if resolving {
+            return Self::NameNotResolved(innermost);
+        }
+        if error.is_body() || error.is_decode() {
+            return Self::ConnectionClosed;
+        }
+        Self::Other(innermost)
+    }
+}
+
+impl std::fmt::Display for TransportCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ConnectionRefused => f.write_str("connection refused"),
+            Self::NameNotResolved(why) => write!(f, "the host name does not resolve ({why})"),
+            Self::Tls(why) => write!(f, "the TLS handshake failed ({why})"),
+            Self::TimedOut => f.write_str("timed out"),
+            Self::ConnectionClosed => f.write_str("the connection was closed"),
+            Self::Other(why) => f.write_str(why),
+        }
+    }
 }
 
 /// reqwest's message and its causes (its own message alone only repeats the URL).

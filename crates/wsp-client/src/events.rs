@@ -1,4 +1,11 @@
 //! Reading the change feed (`GET /v1/host/workspace/events`, Server-Sent Events).
+//!
+//! The parser is this file's own. Of the maintained crates, `sse-stream` 0.2 (already in the
+//! tree through rmcp) refuses what the WHATWG rules say to ignore (an unknown field, a line
+//! without a colon, a repeated `event:` or `id:`, a `retry:` that is not a number) and drops
+//! the rest of a chunk after such a line; 0.3 would be a second version beside rmcp's; and
+//! `eventsource-stream` 0.2.3 keeps bytes that are not UTF-8 in its buffer for good, so one bad
+//! byte stops every later event while the buffer grows.
 
 use wsp_types::wire::WorkspaceEvent;
 
@@ -163,6 +170,22 @@ mod tests {
     fn a_cr_at_the_end_waits_for_a_possible_lf() {
         assert_eq!(lines(b"a\r", false), (vec![], b"a\r".to_vec()));
         assert_eq!(lines(b"a\r", true), (vec!["a".into()], vec![]));
+    }
+
+    /// However a CRLF stream with a two-byte character is cut into two chunks (inside the
+    /// character, between a CR and its LF), the lines are those of the whole stream.
+    #[test]
+    fn every_cut_of_a_crlf_stream_reads_the_same_lines() {
+        let stream =
+            "id: 1\r\nevent: workspace.updated\r\ndata: {\"p\": \"café\"}\r\n\r\n".as_bytes();
+        let whole = lines(stream, true).0;
+        assert_eq!(whole.len(), 4, "{whole:?}");
+        for cut in 0..=stream.len() {
+            let (mut got, mut buf) = lines(&stream[..cut], false);
+            buf.extend_from_slice(&stream[cut..]);
+            got.extend(lines(&buf, true).0);
+            assert_eq!(got, whole, "cut at byte {cut}");
+        }
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod tls;
 
 use std::time::Duration;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
@@ -38,7 +39,7 @@ use wsp_types::wire::{
 };
 use wsp_types::{ETag, WorkspacePath};
 
-pub use error::{ApiError, Error};
+pub use error::{ApiError, Error, TransportCause};
 pub use events::{EventStream, FeedItem};
 #[cfg(feature = "rustls")]
 pub use tls::CaCerts;
@@ -64,21 +65,21 @@ pub struct Client {
     key: Option<String>,
 }
 
+/// What [`encode_segment`] escapes: every byte but RFC 3986's unreserved characters
+/// (`A-Z a-z 0-9 - . _ ~`), so `/`, `%`, `?` and `#` cannot end or change the segment.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Percent-encodes a path as one URL segment (`/` becomes `%2F`), as OpenWOP clients do.
 ///
 /// ```
 /// assert_eq!(wsp_client::encode_segment("notes/a b.md"), "notes%2Fa%20b.md");
 /// ```
 pub fn encode_segment(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len() * 3);
-    for b in raw.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(raw, SEGMENT).to_string()
 }
 
 /// Builds a [`Client`]: [`Client::builder`], the settings to change, [`ClientBuilder::build`].
@@ -384,5 +385,24 @@ async fn error_from(resp: reqwest::Response) -> Error {
     match resp.bytes().await {
         Ok(body) => Error::from_response(status, &body),
         Err(e) => Error::transport(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_keeps_only_unreserved_characters() {
+        for byte in 0x20u8..0x7f {
+            let c = char::from(byte);
+            let expected = if c.is_ascii_alphanumeric() || "-._~".contains(c) {
+                c.to_string()
+            } else {
+                format!("%{byte:02X}")
+            };
+            assert_eq!(encode_segment(&c.to_string()), expected, "{c:?}");
+        }
+        assert_eq!(encode_segment("a/é%2F"), "a%2F%C3%A9%252F");
     }
 }

@@ -2,71 +2,17 @@
 //! tiny HTTPS host; the client reaches it when given the CA, and without it fails with an error
 //! that says the certificate was refused.
 
-use std::sync::Arc;
-
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, SanType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::ServerConfig;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use wsp_client::{CaCerts, Client, Error};
-
-/// A certificate authority made for one test.
-struct TestCa {
-    issuer: Issuer<'static, KeyPair>,
-    pem: String,
-}
-
-impl TestCa {
-    fn new(name: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::new()).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let key = KeyPair::generate().unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        Self {
-            pem: cert.pem(),
-            issuer: Issuer::new(params, key),
-        }
-    }
-
-    /// A server certificate for `names` (DNS names or IP addresses) and its key.
-    fn server(&self, names: &[&str]) -> (CertificateDer<'static>, PrivateKeyDer<'static>) {
-        let mut params = CertificateParams::new(Vec::new()).unwrap();
-        params.subject_alt_names = names
-            .iter()
-            .map(|n| match n.parse() {
-                Ok(ip) => SanType::IpAddress(ip),
-                Err(_) => SanType::DnsName((*n).try_into().unwrap()),
-            })
-            .collect();
-        let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        (
-            cert.der().clone(),
-            PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
-        )
-    }
-}
+use wsp_testca::{Leaf, TestCa};
 
 /// An HTTPS host on 127.0.0.1 that answers every request with an empty file list and reports
 /// each request head it read. Returns its port.
-async fn https_host(
-    cert: (CertificateDer<'static>, PrivateKeyDer<'static>),
-) -> (u16, mpsc::UnboundedReceiver<String>) {
-    let config = ServerConfig::builder_with_provider(Arc::new(
-        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![cert.0], cert.1)
-    .unwrap();
-    let acceptor = TlsAcceptor::from(Arc::new(config));
+async fn https_host(cert: Leaf) -> (u16, mpsc::UnboundedReceiver<String>) {
+    let acceptor = TlsAcceptor::from(cert.server_config());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (heads, received) = mpsc::unbounded_channel();
@@ -107,10 +53,10 @@ async fn https_host(
 #[tokio::test]
 async fn a_host_signed_by_a_given_ca_is_reached() {
     let ca = TestCa::new("wsp test CA");
-    let (port, mut heads) = https_host(ca.server(&["127.0.0.1"])).await;
+    let (port, mut heads) = https_host(ca.issue(&["127.0.0.1"])).await;
     let client = Client::builder(&format!("https://127.0.0.1:{port}"))
         .key("wsp_test_key")
-        .ca_certs(CaCerts::from_pem(ca.pem.as_bytes()).unwrap())
+        .ca_certs(CaCerts::from_pem(ca.pem().as_bytes()).unwrap())
         .build()
         .unwrap();
     let list = client.list(Some("notes/")).await.unwrap();
@@ -129,10 +75,10 @@ async fn a_host_signed_by_a_given_ca_is_reached() {
 #[tokio::test]
 async fn one_pem_file_may_hold_several_cas() {
     let (other, ca) = (TestCa::new("another CA"), TestCa::new("wsp test CA"));
-    let (port, _heads) = https_host(ca.server(&["127.0.0.1"])).await;
+    let (port, _heads) = https_host(ca.issue(&["127.0.0.1"])).await;
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("bundle.pem");
-    std::fs::write(&bundle, format!("{}{}", other.pem, ca.pem)).unwrap();
+    std::fs::write(&bundle, format!("{}{}", other.pem(), ca.pem())).unwrap();
     let cas = CaCerts::from_pem_file(&bundle).unwrap();
     assert_eq!(cas.len(), 2);
     let client = Client::builder(&format!("https://127.0.0.1:{port}"))
@@ -145,7 +91,7 @@ async fn one_pem_file_may_hold_several_cas() {
 #[tokio::test]
 async fn without_the_ca_the_certificate_is_refused_and_the_error_says_so() {
     let ca = TestCa::new("wsp test CA");
-    let (port, mut heads) = https_host(ca.server(&["127.0.0.1"])).await;
+    let (port, mut heads) = https_host(ca.issue(&["127.0.0.1"])).await;
     let url = format!("https://127.0.0.1:{port}");
     // Only the system's CAs, which never signed this certificate.
     let refused = Client::new(&url).unwrap().list(None).await.unwrap_err();
@@ -160,7 +106,7 @@ async fn without_the_ca_the_certificate_is_refused_and_the_error_says_so() {
         "{refused}"
     );
     // Another CA is no better.
-    let other = CaCerts::from_pem(TestCa::new("another CA").pem.as_bytes()).unwrap();
+    let other = CaCerts::from_pem(TestCa::new("another CA").pem().as_bytes()).unwrap();
     let client = Client::builder(&url).ca_certs(other).build().unwrap();
     let refused = client.list(None).await.unwrap_err();
     assert!(matches!(refused, Error::Certificate { .. }), "{refused:?}");
@@ -171,9 +117,9 @@ async fn without_the_ca_the_certificate_is_refused_and_the_error_says_so() {
 #[tokio::test]
 async fn a_certificate_for_another_name_is_refused() {
     let ca = TestCa::new("wsp test CA");
-    let (port, _heads) = https_host(ca.server(&["wsp.example"])).await;
+    let (port, _heads) = https_host(ca.issue(&["wsp.example"])).await;
     let client = Client::builder(&format!("https://127.0.0.1:{port}"))
-        .ca_certs(CaCerts::from_pem(ca.pem.as_bytes()).unwrap())
+        .ca_certs(CaCerts::from_pem(ca.pem().as_bytes()).unwrap())
         .build()
         .unwrap();
     let refused = client.list(None).await.unwrap_err();
@@ -187,7 +133,7 @@ async fn a_certificate_for_another_name_is_refused() {
 fn ca_files_without_a_certificate_are_refused() {
     let e = CaCerts::from_pem(b"no certificate here\n").unwrap_err();
     assert!(e.to_string().contains("no PEM certificate"), "{e}");
-    let key_only = KeyPair::generate().unwrap().serialize_pem();
+    let key_only = TestCa::new("wsp test CA").leaf().key_pem;
     let e = CaCerts::from_pem(key_only.as_bytes()).unwrap_err();
     assert!(e.to_string().contains("no PEM certificate"), "{e}");
     let broken = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";

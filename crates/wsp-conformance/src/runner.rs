@@ -317,16 +317,9 @@ fn listed_paths(body: &[u8], prefix: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Eight random hex characters (time-based if the OS random source fails).
+/// Eight random hex characters.
 fn new_run_id() -> String {
-    let mut bytes = [0u8; 4];
-    if getrandom::fill(&mut bytes).is_err() {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos() ^ (d.as_secs() as u32));
-        bytes = (nanos ^ std::process::id()).to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    wsp_types::random_hex(4)
 }
 
 #[cfg(test)]

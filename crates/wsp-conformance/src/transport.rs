@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Url;
 use serde_json::Value;
 use wsp_client::CaCerts;
@@ -233,17 +234,19 @@ impl Reply {
     }
 }
 
+/// What [`query_value`] escapes: every byte but RFC 3986's unreserved characters and `/`
+/// (a query character, kept so a path prefix reads as one), so `&`, `=`, `+`, `#` and `%`
+/// cannot end or change the value.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
 /// Percent-encodes a query value, keeping unreserved characters and `/`.
 pub(crate) fn query_value(value: &str) -> String {
-    let mut out = String::new();
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(value, QUERY_VALUE).to_string()
 }
 
 fn describe(error: &reqwest::Error, timeout: Duration) -> String {
@@ -288,6 +291,7 @@ mod tests {
     fn query_values_are_encoded() {
         assert_eq!(query_value("conformance/ab-1.x_~"), "conformance/ab-1.x_~");
         assert_eq!(query_value("a b&c=d%é"), "a%20b%26c%3Dd%25%C3%A9");
+        assert_eq!(query_value("+#?:"), "%2B%23%3F%3A");
     }
 
     #[test]

@@ -69,7 +69,5 @@ pub(crate) fn block_on<F: std::future::Future>(fut: F) -> F::Output {
 
 /// 16 random hex digits: markers the fuzzer cannot have learned in an earlier run.
 pub(crate) fn random_hex() -> String {
-    let mut b = [0u8; 8];
-    getrandom::fill(&mut b).expect("the operating system's random source is available");
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    wsp_types::random_hex(8)
 }

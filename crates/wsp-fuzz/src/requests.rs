@@ -133,15 +133,16 @@ fn app(keys: &Keys) -> axum::Router {
     }));
     let registry =
         ConfigAgentRegistry::from_config(&agents_config()).expect("the agents configuration");
-    let state = AppState::new(
+    let state = AppState::builder(
         store,
         Arc::new(KeyAuthenticator::new(keys.registry.clone())),
-        ServerConfig {
-            test_seams: true,
-            ..ServerConfig::default()
-        },
     )
-    .with_agents(Arc::new(registry));
+    .config(ServerConfig {
+        test_seams: true,
+        ..ServerConfig::default()
+    })
+    .agents(Arc::new(registry))
+    .build();
     wsp_server::router(state)
 }
 

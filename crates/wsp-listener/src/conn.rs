@@ -12,7 +12,6 @@ use http::{Request, Response};
 use hyper::body::{Body, Incoming};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use crate::ConnectionLimits;
@@ -57,6 +56,21 @@ enum Close {
     Shed,
     Drained,
     Aborted,
+}
+
+impl Close {
+    /// What the registry's `signals` ask for, the strongest first: abort, drain, shed.
+    fn signalled(signals: u8) -> Option<Self> {
+        if signals & ABORT != 0 {
+            Some(Self::Aborted)
+        } else if signals & DRAIN != 0 {
+            Some(Self::Drained)
+        } else if signals & SHED != 0 {
+            Some(Self::Shed)
+        } else {
+            None
+        }
+    }
 }
 
 impl ConnState {
@@ -134,6 +148,35 @@ impl ConnState {
         self.write_stalled_since.store(0, SeqCst);
     }
 
+    /// Runs `work` (the TLS handshake) before the connection's first request, under the
+    /// first header's clock: it fails with the reason when the header timeout (counted from
+    /// the accept) passes first, or when the registry asks the connection to go (it is idle:
+    /// no request is in progress yet).
+    pub(crate) async fn before_first_request<T>(
+        &self,
+        limits: &ConnectionLimits,
+        work: impl Future<Output = T>,
+    ) -> Result<T, String> {
+        let due = self.at(self.accepted) + limits.header_timeout;
+        let mut work = pin!(work);
+        let mut timer = pin!(tokio::time::sleep_until(due));
+        poll_fn(|cx| {
+            self.waker.register(cx.waker());
+            if let Poll::Ready(done) = work.as_mut().poll(cx) {
+                return Poll::Ready(Ok(done));
+            }
+            let why = Close::signalled(self.signals()).or_else(|| {
+                timer
+                    .as_mut()
+                    .poll(cx)
+                    .is_ready()
+                    .then_some(Close::HeaderTimeout)
+            });
+            why.map_or(Poll::Pending, |why| Poll::Ready(Err(reason(why))))
+        })
+        .await
+    }
+
     /// The next moment the connection must have moved on, and what it will be closed for if
     /// it has not; `None` while a request is in progress and its writes flow.
     fn deadline(&self, limits: &ConnectionLimits) -> Option<(Instant, Close)> {
@@ -187,13 +230,14 @@ impl Drop for RequestGuard {
     }
 }
 
-/// The TCP stream, reporting read and write progress to the connection's state.
-struct TrackedIo {
-    stream: TcpStream,
+/// The connection's stream (TCP, or TLS over TCP: then the bytes counted are the decrypted
+/// ones), reporting read and write progress to the connection's state.
+struct TrackedIo<I> {
+    stream: I,
     conn: Arc<ConnState>,
 }
 
-impl AsyncRead for TrackedIo {
+impl<I: AsyncRead + Unpin> AsyncRead for TrackedIo<I> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -209,7 +253,7 @@ impl AsyncRead for TrackedIo {
     }
 }
 
-impl TrackedIo {
+impl<I> TrackedIo<I> {
     fn tracked(&self, polled: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
         match &polled {
             Poll::Pending => self.conn.write_pending(),
@@ -220,7 +264,7 @@ impl TrackedIo {
     }
 }
 
-impl AsyncWrite for TrackedIo {
+impl<I: AsyncWrite + Unpin> AsyncWrite for TrackedIo<I> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -246,7 +290,16 @@ impl AsyncWrite for TrackedIo {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        // TLS buffers what it was given to write: a flush is where a client that does not read
+        // holds it up. (A TCP flush is always ready: the socket buffers nothing of its own.)
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.stream).poll_flush(cx);
+        match polled {
+            Poll::Pending => this.conn.write_pending(),
+            Poll::Ready(Ok(())) => this.conn.write_progress(),
+            Poll::Ready(Err(_)) => {}
+        }
+        polled
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -298,16 +351,17 @@ where
     }
 }
 
-/// Serves one accepted connection until it ends, its clocks run out, or the registry asks
-/// it to go.
-pub(crate) async fn serve_connection<S, B>(
-    stream: TcpStream,
+/// Serves one accepted connection (its TCP stream, or the TLS stream over it after the
+/// handshake) until it ends, its clocks run out, or the registry asks it to go.
+pub(crate) async fn serve_connection<I, S, B>(
+    stream: I,
     conn: Arc<ConnState>,
     registry: Arc<Registry>,
     builder: Arc<hyper::server::conn::http1::Builder>,
     service: S,
     limits: ConnectionLimits,
 ) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     S: tower::Service<Request<RequestBody>, Response = Response<B>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<BoxError>,
@@ -335,15 +389,10 @@ pub(crate) async fn serve_connection<S, B>(
                 return Poll::Ready(done.err().map(|e| format!("{e}")));
             }
             let signals = conn.signals();
-            if signals & ABORT != 0 {
-                return Poll::Ready(Some(reason(Close::Aborted)));
-            }
-            if signals & (SHED | DRAIN) != 0 && conn.idle_since().is_some() {
-                let why = if signals & DRAIN != 0 {
-                    Close::Drained
-                } else {
-                    Close::Shed
-                };
+            // An abort closes a busy connection too; a drain or a shed only an idle one.
+            if let Some(why) = Close::signalled(signals)
+                && (matches!(why, Close::Aborted) || conn.idle_since().is_some())
+            {
                 return Poll::Ready(Some(reason(why)));
             }
             if signals != 0 && !finishing {

@@ -1,8 +1,10 @@
-//! HTTP/1.1 on a TCP listener that a hostile client cannot starve.
+//! HTTP/1.1 on a TCP listener, plain or over TLS, that a hostile client cannot starve.
 //!
 //! **Invariant:** every connection is always under a clock or doing work. A connection that
-//! has not sent a whole request header is closed after [`ConnectionLimits::header_timeout`];
-//! one idle between requests after [`ConnectionLimits::idle_timeout`]; a request body that
+//! has not sent a whole request header is closed after [`ConnectionLimits::header_timeout`]
+//! (counted from the accept; on a TLS listener the handshake runs inside that time, so a
+//! client that connects and never finishes its handshake is closed like a silent one); one
+//! idle between requests after [`ConnectionLimits::idle_timeout`]; a request body that
 //! stalls or trickles is cut ([`ConnectionLimits::body_timeout`],
 //! [`ConnectionLimits::body_deadline`]); a response the client does not read is dropped after
 //! [`ConnectionLimits::write_timeout`]. At [`ConnectionLimits::max_connections`], the
@@ -12,9 +14,18 @@
 //! backs off briefly; it never ends the loop. Shutdown stops accepting, lets requests in
 //! progress finish for [`ConnectionLimits::drain_timeout`], then closes what is left.
 //!
-//! [`serve`] takes any tower service over [`RequestBody`] (an axum `Router` is one); it does
-//! not know axum. hyper's HTTP/1.1 connection runs with hyper-util's tokio timer, so hyper's
-//! own header-read timeout works as a backstop to the listener's clocks.
+//! The accept loop only accepts: a TLS handshake runs in its connection's task, so a slow one
+//! never holds up the next accept; until it finishes, the connection counts against the cap
+//! and may be shed like any idle one. A failed handshake (plain HTTP, which is answered 400, a
+//! client that refuses the certificate, garbage) ends its connection only, logged at debug.
+//! [`ServerTls`] holds the certificate and key read from PEM files; [`ServerTls::reload`]
+//! swaps in new ones for the handshakes that follow, and keeps the old ones if the files are
+//! bad.
+//!
+//! [`serve`] takes a [`Listener`] (a `TcpListener` is a plain one) and any tower service
+//! over [`RequestBody`] (an axum `Router` is one); it does not know axum. hyper's HTTP/1.1
+//! connection runs with hyper-util's tokio timer, so hyper's own header-read timeout works as
+//! a backstop to the listener's clocks.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -32,9 +43,11 @@ mod body;
 mod conn;
 mod limits;
 mod registry;
+mod tls;
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +59,7 @@ use tokio::time::Instant;
 
 pub use body::{BodyError, BoxError, RequestBody};
 pub use limits::{ConnectionLimits, fd_limit, raise_fd_limit};
+pub use tls::{ServerTls, TlsError, TlsFile, TlsProblem};
 
 use registry::Registry;
 
@@ -56,14 +70,51 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// Accept errors are logged at most this often.
 const ACCEPT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
+/// What [`serve`] accepts connections on: a TCP listener, speaking plain HTTP or, with a
+/// [`ServerTls`], HTTPS (TLS first, then HTTP/1.1). A `TcpListener` converts into a plain one.
+#[derive(Debug)]
+pub struct Listener {
+    tcp: TcpListener,
+    tls: Option<Arc<ServerTls>>,
+}
+
+impl Listener {
+    /// `tcp`, with TLS when `tls` is given.
+    pub fn new(tcp: TcpListener, tls: Option<Arc<ServerTls>>) -> Self {
+        Self { tcp, tls }
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp.local_addr()
+    }
+
+    /// `https` with TLS, else `http`: the scheme of the URLs it serves.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
+    }
+
+    /// The TLS it terminates, if any.
+    pub fn tls(&self) -> Option<&Arc<ServerTls>> {
+        self.tls.as_ref()
+    }
+}
+
+impl From<TcpListener> for Listener {
+    fn from(tcp: TcpListener) -> Self {
+        Self::new(tcp, None)
+    }
+}
+
 /// Serves `service` on `listener` under `limits` until `shutdown` resolves; then stops
 /// accepting, lets requests in progress finish within [`ConnectionLimits::drain_timeout`],
 /// closes the rest and returns.
 ///
 /// Each request reaches `service` with a [`RequestBody`]; each response body is polled until
-/// done. Errors of single connections are logged at debug level and never end the server.
+/// done. Errors of single connections (a failed TLS handshake among them) are logged at debug
+/// level and never end the server.
 pub async fn serve<S, B>(
-    listener: TcpListener,
+    listener: impl Into<Listener>,
     service: S,
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
@@ -76,6 +127,7 @@ where
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
+    let Listener { tcp: listener, tls } = listener.into();
     let registry = Arc::new(Registry::new());
     let builder = Arc::new(http1(&limits));
     let cap = limits.max_connections.max(1);
@@ -117,9 +169,20 @@ where
         let registered = registry.open();
         let conn = registered.conn.clone();
         let (registry, builder, service) = (registry.clone(), builder.clone(), service.clone());
+        let tls = tls.clone();
         tokio::spawn(async move {
             let _registered = registered;
-            conn::serve_connection(stream, conn, registry, builder, service, limits).await;
+            match tls {
+                None => {
+                    conn::serve_connection(stream, conn, registry, builder, service, limits).await;
+                }
+                Some(tls) => {
+                    let Some(stream) = tls::handshake(stream, &tls, &conn, &limits).await else {
+                        return;
+                    };
+                    conn::serve_connection(stream, conn, registry, builder, service, limits).await;
+                }
+            }
         });
     }
     drop(listener);

@@ -34,10 +34,7 @@ impl BearerToken {
 
     /// A fresh token: 32 random bytes from the operating system, as 64 hex digits.
     pub fn generate() -> Self {
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes).expect("the operating system's random source is available");
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Self(hex.into())
+        Self(wsp_types::random_hex(32).into())
     }
 
     /// `token` as given: at least [`Self::MIN_LEN`] visible ASCII characters.

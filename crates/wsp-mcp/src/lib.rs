@@ -16,7 +16,12 @@
 //!   the embedding app authenticates upstream ([`HttpAuth::Upstream`]); before that, a
 //!   request must name this server: one loopback (or allowed) `Host`, an absolute-form target
 //!   with the same authority, and a loopback (or allowed) `Origin` if any ([`HttpAllowList`],
-//!   DNS-rebinding protection). [`McpServer::serve_http`] serves under [`ConnectionLimits`].
+//!   DNS-rebinding protection). [`McpServer::serve_http`] serves under [`ConnectionLimits`], over
+//!   plain HTTP or HTTPS ([`Listener`] with [`ServerTls`]).
+//!
+//! The HTTP transport is the feature `http` (on by default), and it is the only part of the
+//! crate that knows axum: with `default-features = false` the crate serves stdio only and links
+//! neither axum nor wsp-listener (ARCHITECTURE.md, "Dependency rules").
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -38,10 +43,15 @@
 //! # });
 //! ```
 
+#[cfg(feature = "http")]
 mod auth;
+#[cfg(feature = "http")]
+mod http;
 mod server;
 mod transport;
 
+#[cfg(feature = "http")]
 pub use auth::{AllowListError, BearerToken, BearerTokenError, HttpAllowList, HttpAuth};
+#[cfg(feature = "http")]
+pub use http::{ConnectionLimits, HTTP_PATH, HttpOptions, Listener, ServerTls};
 pub use server::{McpServer, Profile};
-pub use transport::{ConnectionLimits, HTTP_PATH, HttpOptions};

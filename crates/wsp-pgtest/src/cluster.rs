@@ -13,8 +13,8 @@
 //! system user through `runuser`, in a cluster directory owned by that user.
 
 use std::ffi::OsString;
-use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::{Read as _, Write as _};
+use std::fs::{DirBuilder, OpenOptions};
+use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::os::unix::fs::{PermissionsExt as _, chown};
@@ -288,7 +288,7 @@ fn init_and_start(
     user: &ServerUser,
     setup: &Setup,
 ) -> Result<String, Error> {
-    let password = random_hex(16)?;
+    let password = wsp_types::random_hex(16);
     let pwfile = dir.join("password");
     write_private(&pwfile, &password)?;
     user.give(&pwfile)?;
@@ -407,15 +407,6 @@ fn free_port() -> Result<u16, Error> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| Error::io("cannot find a free port on 127.0.0.1".into(), e))
-}
-
-/// `bytes` random bytes from the operating system, as hex.
-fn random_hex(bytes: usize) -> Result<String, Error> {
-    let mut buf = vec![0u8; bytes];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(|e| Error::io("cannot read /dev/urandom".into(), e))?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Writes `text` to a new file at `path` that only its owner may read (replacing any).

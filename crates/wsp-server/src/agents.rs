@@ -1,5 +1,6 @@
-//! The agent inventory (RFC 0072 §A, RFC 0074, WIRE.md §7), the [`AgentRegistry`] behind it,
-//! and where callers that act as an agent work (seed 001, WIRE.md §8).
+//! The agent inventory (RFC 0072 §A, RFC 0074, WIRE.md §7) served from a
+//! [`wsp_agents::AgentRegistry`], and where callers that act as an agent work (seed 001,
+//! WIRE.md §8).
 //!
 //! A host installs packs of manifest agents and says how they are approved: `installScope:
 //! host` lists every agent to every caller; `tenant` lists to a caller only the agents whose
@@ -15,115 +16,38 @@
 //! --agent ID`). A credential bound to an agent the registry does not know authenticates to
 //! nothing (401), and so does every agent-bound credential on a host without a registry.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use axum::extract::State;
-use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
-use wsp_store::shared::{PublishPrefix, shared_workspace};
-use wsp_store::{StoreError, StoreFuture};
+use wsp_agents::{AgentRegistry, RegisteredAgent, visible};
+use wsp_store::StoreError;
+use wsp_store::shared::shared_workspace;
 use wsp_types::wire::{
-    AgentInventory, AgentInventoryEntry, AgentsCapability, InstallScope, ManifestRuntimeCapability,
+    AgentInventory, AgentInventoryEntry, AgentsCapability, ManifestRuntimeCapability,
 };
-use wsp_types::{ErrorCode, Owner, Scope};
+use wsp_types::{ErrorCode, Owner};
 
-use crate::auth::{AuthFuture, Authenticator, Caller, authenticate};
+use crate::AppState;
+use crate::auth::{AuthFuture, Authenticator, Caller};
 use crate::error::ApiError;
-use crate::request::percent_decode;
-use crate::{AppState, JSON};
+use crate::extract::{AgentId, AgentsRead, Authed, Registry, Reply};
+use crate::fails::{self, Documented, Failure};
 
 /// The inventory route.
 pub const LIST: &str = "/v1/agents";
-/// The prefix of one agent's route.
-pub const ONE_PREFIX: &str = "/v1/agents/";
-
-/// One installed agent as the host knows it: its inventory fields, and what is never served.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegisteredAgent {
-    /// The agent's id, unique on the host.
-    pub id: String,
-    /// Who the agent is.
-    pub persona: String,
-    /// Display name.
-    pub label: String,
-    /// The class of model it needs.
-    pub model_class: String,
-    /// The pack it comes from.
-    pub pack_name: String,
-    /// That pack's version.
-    pub pack_version: String,
-    /// The tools it may call.
-    pub tool_allowlist: Vec<String>,
-    /// Whether it declares hand-off schemas.
-    pub has_handoff_schemas: bool,
-    /// What it is for.
-    pub description: Option<String>,
-    /// Whether it is shared: it works in its own workspace `agent-<id>`, not in a user's.
-    /// Never served.
-    pub shared: bool,
-    /// Where publications into its workspace land (a shared agent's; `inbox/` by default).
-    /// Not in the inventory; a publish refused for a `targetPath` outside it names it.
-    pub publish_prefix: PublishPrefix,
-    /// Where its system prompt is. Never served.
-    pub system_prompt_ref: String,
-}
-
-impl RegisteredAgent {
-    /// The wire entry: the inventory fields only, never `shared` or the prompt reference.
-    pub fn inventory_entry(&self) -> AgentInventoryEntry {
-        AgentInventoryEntry {
-            agent_id: self.id.clone(),
-            description: self.description.clone(),
-            has_handoff_schemas: self.has_handoff_schemas,
-            label: self.label.clone(),
-            model_class: self.model_class.clone(),
-            pack_name: self.pack_name.clone(),
-            pack_version: self.pack_version.clone(),
-            persona: self.persona.clone(),
-            tool_allowlist: self.tool_allowlist.clone(),
-        }
-    }
-}
-
-/// Where a host's agents and pack approvals come from. Host authors back it with their own
-/// database; [`crate::ConfigAgentRegistry`] is the one `wsp serve` builds from its
-/// configuration file.
-///
-/// The server applies the scoping rules itself ([`AgentRegistry::install_scope`], approvals,
-/// 404 for what a caller may not see), so an implementation only answers facts.
-pub trait AgentRegistry: Send + Sync + 'static {
-    /// How the inventory is scoped, advertised as `agents.manifestRuntime.installScope`.
-    fn install_scope(&self) -> InstallScope;
-    /// Every installed agent, in any order.
-    fn agents(&self) -> StoreFuture<'_, Vec<RegisteredAgent>>;
-    /// One installed agent by id, approved or not; `None` when there is no such agent.
-    fn agent<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<RegisteredAgent>>;
-    /// The names of the packs `owner` approved (consulted under `installScope: tenant`).
-    fn approved_packs<'a>(&'a self, owner: &'a Owner) -> StoreFuture<'a, BTreeSet<String>>;
-}
-
-/// The registry of a state and the discovery document that advertises it.
-pub(crate) struct Agents {
-    registry: Arc<dyn AgentRegistry>,
-    discovery: Bytes,
-}
-
-/// A cell [`AppState::with_agents`] fills once; shared with [`AgentResolver`].
-pub(crate) type AgentsCell = Arc<OnceLock<Agents>>;
 
 /// Wraps a host's [`Authenticator`] so that every caller acting as an agent gets the workspace
 /// the registry says (see the module documentation).
 pub(crate) struct AgentResolver {
     inner: Arc<dyn Authenticator>,
-    agents: AgentsCell,
+    agents: Option<Arc<dyn AgentRegistry>>,
 }
 
 impl AgentResolver {
-    /// Resolves the callers of `inner` with the registry `agents` will hold.
-    pub(crate) fn new(inner: Arc<dyn Authenticator>, agents: AgentsCell) -> Self {
+    /// Resolves the callers of `inner` with the registry `agents`, if the host has one.
+    pub(crate) fn new(
+        inner: Arc<dyn Authenticator>,
+        agents: Option<Arc<dyn AgentRegistry>>,
+    ) -> Self {
         Self { inner, agents }
     }
 }
@@ -132,7 +56,7 @@ impl Authenticator for AgentResolver {
     fn authenticate<'a>(&'a self, token: &'a str) -> AuthFuture<'a> {
         Box::pin(async move {
             match self.inner.authenticate(token).await? {
-                Some(caller) => resolve(self.agents.get(), caller).await,
+                Some(caller) => resolve(self.agents.as_deref(), caller).await,
                 None => Ok(None),
             }
         })
@@ -142,16 +66,16 @@ impl Authenticator for AgentResolver {
 /// The caller as it acts: a shared agent moves to its own workspace; an agent the registry
 /// does not know (or any agent, without a registry) is no caller at all.
 async fn resolve(
-    agents: Option<&Agents>,
+    registry: Option<&dyn AgentRegistry>,
     mut caller: Caller,
 ) -> Result<Option<Caller>, StoreError> {
     let Some(agent_id) = caller.agent.as_deref() else {
         return Ok(Some(caller));
     };
-    let Some(agents) = agents else {
+    let Some(registry) = registry else {
         return Ok(None);
     };
-    match agents.registry.agent(agent_id).await? {
+    match registry.agent(agent_id).await? {
         None => Ok(None),
         Some(agent) if agent.shared => match shared_workspace(agent_id) {
             Ok(workspace) => {
@@ -165,51 +89,20 @@ async fn resolve(
 }
 
 impl AppState {
-    /// Serves the agent inventory from `registry`: `GET /v1/agents[/{agentId}]`, the
-    /// `agents.manifestRuntime` block in discovery, agent principals and publishing.
-    ///
-    /// Without it the agent routes answer 501 `capability_not_provided` and every credential
-    /// bound to an agent answers 401.
-    ///
-    /// # Panics
-    ///
-    /// When called a second time on the same state (or a clone of it).
-    pub fn with_agents(self, registry: Arc<dyn AgentRegistry>) -> Self {
-        let block = AgentsCapability {
-            manifest_runtime: Some(ManifestRuntimeCapability {
-                handoff_validation: false,
-                install_scope: registry.install_scope(),
-                supported: true,
-            }),
-        };
-        let mut doc: serde_json::Value =
-            serde_json::from_slice(&self.inner.discovery).expect("the discovery document is JSON");
-        doc["agents"] = serde_json::to_value(block).expect("wire types always serialize");
-        let discovery = Bytes::from(serde_json::to_vec(&doc).expect("JSON always serializes"));
-        assert!(
-            self.inner
-                .agents
-                .set(Agents {
-                    registry,
-                    discovery
-                })
-                .is_ok(),
-            "AppState::with_agents called twice"
-        );
-        self
-    }
-
     /// The agent registry, when the host serves agents.
     pub(crate) fn agent_registry(&self) -> Option<&Arc<dyn AgentRegistry>> {
-        self.inner.agents.get().map(|a| &a.registry)
+        self.inner.agents.as_ref()
     }
+}
 
-    /// The discovery document as served: with the `agents` block when the host serves agents.
-    pub(crate) fn discovery_body(&self) -> Bytes {
-        self.inner
-            .agents
-            .get()
-            .map_or_else(|| self.inner.discovery.clone(), |a| a.discovery.clone())
+/// The `agents` block of the discovery document for a host serving `registry`.
+pub(crate) fn capability(registry: &dyn AgentRegistry) -> AgentsCapability {
+    AgentsCapability {
+        manifest_runtime: Some(ManifestRuntimeCapability {
+            handoff_validation: false,
+            install_scope: registry.install_scope(),
+            supported: true,
+        }),
     }
 }
 
@@ -223,47 +116,14 @@ pub(crate) fn registry_error(err: StoreError) -> ApiError {
     }
 }
 
-/// 501 unless the host serves agents, then the authenticated caller holding `agents:read`.
-async fn inventory_caller(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> Result<(Arc<dyn AgentRegistry>, Caller), ApiError> {
-    let registry = state.agent_registry().cloned().ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::CapabilityNotProvided,
-            "this host does not offer agents.manifestRuntime",
-        )
-    })?;
-    let caller = authenticate(&*state.inner.auth, headers).await?;
-    caller.require(Scope::AgentsRead)?;
-    Ok((registry, caller))
-}
-
-/// Whether `owner` may see `agent` under the registry's scope.
-pub(crate) fn visible(
-    scope: InstallScope,
-    approved: &BTreeSet<String>,
-    agent: &RegisteredAgent,
-) -> bool {
-    scope == InstallScope::Host || approved.contains(&agent.pack_name)
-}
-
-/// The packs `owner` approved, consulted under `installScope: tenant` (none needed under
-/// `host`).
+/// The packs `owner` approved, as a wire error when the registry fails.
 pub(crate) async fn approved(
     registry: &dyn AgentRegistry,
     owner: &Owner,
-) -> Result<BTreeSet<String>, ApiError> {
-    match registry.install_scope() {
-        InstallScope::Host => Ok(BTreeSet::new()),
-        InstallScope::Tenant => registry.approved_packs(owner).await.map_err(registry_error),
-    }
-}
-
-fn json(body: Vec<u8>) -> Response {
-    let mut resp = (StatusCode::OK, body).into_response();
-    resp.headers_mut().insert(CONTENT_TYPE, JSON);
-    resp
+) -> Result<std::collections::BTreeSet<String>, ApiError> {
+    wsp_agents::approved(registry, owner)
+        .await
+        .map_err(registry_error)
 }
 
 /// 404 for an agent the caller may not see: the same for unknown and unapproved agents.
@@ -271,10 +131,21 @@ fn agent_not_found(id: &str) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("no agent {id:?}"))
 }
 
+/// The route of one agent (`{*agentId}` spans segments).
+pub(crate) const ONE: &str = "/v1/agents/{*agentId}";
+
+/// The OpenAPI operation of [`list`] and the failures of its own steps.
+pub(crate) struct ListAgentsOp;
+
+impl Documented for ListAgentsOp {
+    const OWN: &'static [Failure] = &[fails::REGISTRY_UNAVAILABLE];
+}
+
 /// `GET /v1/agents`
 #[utoipa::path(
     get,
-    path = "/v1/agents",
+    impl_for = ListAgentsOp,
+    path = LIST,
     tag = "agents",
     operation_id = "listAgents",
     summary = "The manifest agents available to the caller, sorted by agentId (RFC 0072 §A, RFC 0074)",
@@ -282,16 +153,14 @@ fn agent_not_found(id: &str) -> ApiError {
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The caller's agents.", body = ref("#/components/schemas/AgentInventory")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`); never a global list.", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `agents:read` (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host does not offer `agents.manifestRuntime` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "The registry is unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let (registry, caller) = inventory_caller(&state, &headers).await?;
+pub(crate) async fn list(
+    Registry(registry): Registry,
+    auth: Authed<AgentsRead>,
+) -> Result<Reply, ApiError> {
     let scope = registry.install_scope();
-    let approved = approved(&*registry, &caller.owner).await?;
+    let approved = approved(&*registry, &auth.owner).await?;
     let mut agents: Vec<AgentInventoryEntry> = registry
         .agents()
         .await
@@ -303,15 +172,27 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<R
     agents.sort_by(|a, b| a.agent_id.as_bytes().cmp(b.agent_id.as_bytes()));
     agents.dedup_by(|a, b| a.agent_id == b.agent_id);
     let total = agents.len() as u64;
-    let body =
-        serde_json::to_vec(&AgentInventory { agents, total }).expect("wire types always serialize");
-    Ok(json(body))
+    Ok(Reply::json(&AgentInventory { agents, total }))
+}
+
+/// An agent the caller may not see.
+const AGENT_NOT_FOUND: Failure = fails::fail(
+    ErrorCode::NotFound,
+    "No such agent for this caller; unknown and unapproved agents answer the same",
+);
+
+/// The OpenAPI operation of [`get_one`] and the failures of its own steps.
+pub(crate) struct GetAgentOp;
+
+impl Documented for GetAgentOp {
+    const OWN: &'static [Failure] = &[AGENT_NOT_FOUND, fails::REGISTRY_UNAVAILABLE];
 }
 
 /// `GET /v1/agents/{agentId}`
 #[utoipa::path(
     get,
-    path = "/v1/agents/{agentId}",
+    impl_for = GetAgentOp,
+    path = ONE,
     tag = "agents",
     operation_id = "getAgent",
     summary = "One manifest agent available to the caller (RFC 0072 §A, RFC 0074)",
@@ -320,38 +201,34 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<R
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The agent's inventory entry.", body = ref("#/components/schemas/AgentInventoryEntry")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `agents:read` (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such agent for this caller; unknown and unapproved agents answer the same (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host does not offer `agents.manifestRuntime` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "The registry is unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn get_one(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let (registry, caller) = inventory_caller(&state, &headers).await?;
-    let raw = uri.path().strip_prefix(ONE_PREFIX).unwrap_or_default();
-    let id = percent_decode(raw, false)?;
-    let approved = approved(&*registry, &caller.owner).await?;
+pub(crate) async fn get_one(
+    Registry(registry): Registry,
+    auth: Authed<AgentsRead>,
+    AgentId(id): AgentId,
+) -> Result<Reply, ApiError> {
+    let approved = approved(&*registry, &auth.owner).await?;
     let agent = registry
         .agent(&id)
         .await
         .map_err(registry_error)?
         .filter(|a| a.id == id && visible(registry.install_scope(), &approved, a))
         .ok_or_else(|| agent_not_found(&id))?;
-    let body = serde_json::to_vec(&agent.inventory_entry()).expect("wire types always serialize");
-    Ok(json(body))
+    Ok(Reply::json(&agent.inventory_entry()))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::auth::KeyAuthenticator;
+    use wsp_store::StoreFuture;
     use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry, MemoryKeyRegistry};
+    use wsp_store::shared::PublishPrefix;
     use wsp_types::Scopes;
+    use wsp_types::wire::InstallScope;
 
     struct Fixed(Vec<RegisteredAgent>);
 
@@ -405,37 +282,41 @@ mod tests {
             keys.insert(r).await.unwrap();
             tokens.push(k.expose());
         }
-        let cell: AgentsCell = Arc::default();
-        let auth = AgentResolver::new(Arc::new(KeyAuthenticator::new(keys)), cell.clone());
-        let workspace = |token: &str| {
-            let auth = &auth;
-            let token = token.to_owned();
-            async move {
-                auth.authenticate(&token)
-                    .await
-                    .unwrap()
-                    .map(|c| c.owner.workspace.to_string())
-            }
-        };
+        let keys: Arc<dyn Authenticator> = Arc::new(KeyAuthenticator::new(keys));
+        async fn workspace(auth: &AgentResolver, token: &str) -> Option<String> {
+            let caller = auth.authenticate(token).await.unwrap();
+            caller.map(|c| c.owner.workspace.to_string())
+        }
         // No registry: only the plain key works (fail closed).
-        assert_eq!(workspace(&tokens[0]).await.as_deref(), Some("user-u1"));
+        let auth = AgentResolver::new(keys.clone(), None);
+        assert_eq!(
+            workspace(&auth, &tokens[0]).await.as_deref(),
+            Some("user-u1")
+        );
         for t in &tokens[1..] {
-            assert_eq!(workspace(t).await, None);
+            assert_eq!(workspace(&auth, t).await, None);
         }
         let registry: Arc<dyn AgentRegistry> =
             Arc::new(Fixed(vec![agent("cook", true), agent("main", false)]));
-        assert!(
-            cell.set(Agents {
-                registry,
-                discovery: Bytes::new()
-            })
-            .is_ok()
+        let auth = AgentResolver::new(keys, Some(registry));
+        assert_eq!(
+            workspace(&auth, &tokens[0]).await.as_deref(),
+            Some("user-u1")
         );
-        assert_eq!(workspace(&tokens[0]).await.as_deref(), Some("user-u1"));
         // The shared agent never acts in the user's workspace its key names.
-        assert_eq!(workspace(&tokens[1]).await.as_deref(), Some("agent-cook"));
-        assert_eq!(workspace(&tokens[2]).await.as_deref(), Some("user-u1"));
-        assert_eq!(workspace(&tokens[3]).await, None, "unknown agent: 401");
+        assert_eq!(
+            workspace(&auth, &tokens[1]).await.as_deref(),
+            Some("agent-cook")
+        );
+        assert_eq!(
+            workspace(&auth, &tokens[2]).await.as_deref(),
+            Some("user-u1")
+        );
+        assert_eq!(
+            workspace(&auth, &tokens[3]).await,
+            None,
+            "unknown agent: 401"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_types::{ErrorCode, Owner, Scope, Scopes};
 
 use crate::error::ApiError;
+use crate::metrics::KeyCacheCounters;
 
 /// Who is calling: derived from the credential only; nothing in the request can widen it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,6 +95,7 @@ pub const KEY_CACHE_TTL: Duration = Duration::from_secs(2);
 pub struct KeyAuthenticator {
     registry: Arc<dyn KeyRegistry>,
     cache: RwLock<HashMap<String, (KeyRecord, Instant)>>,
+    lookups: KeyCacheCounters,
 }
 
 impl std::fmt::Debug for KeyAuthenticator {
@@ -108,7 +110,13 @@ impl KeyAuthenticator {
         Self {
             registry,
             cache: RwLock::default(),
+            lookups: KeyCacheCounters::default(),
         }
+    }
+
+    /// The counters of this authenticator's cache lookups (shared, not copied).
+    pub(crate) fn cache_counters(&self) -> KeyCacheCounters {
+        self.lookups.clone()
     }
 
     fn cached(&self, id: &str) -> Option<KeyRecord> {
@@ -134,15 +142,16 @@ impl Authenticator for KeyAuthenticator {
             let Some(key) = ApiKey::parse(token) else {
                 return Ok(None);
             };
-            let record = match self.cached(key.id()) {
-                Some(r) => r,
-                None => match self.registry.lookup(key.id()).await? {
-                    Some(r) => {
-                        self.remember(r.clone());
-                        r
-                    }
-                    None => return Ok(None),
-                },
+            let record = if let Some(r) = self.cached(key.id()) {
+                self.lookups.hits.inc();
+                r
+            } else {
+                self.lookups.misses.inc();
+                let Some(r) = self.registry.lookup(key.id()).await? else {
+                    return Ok(None);
+                };
+                self.remember(r.clone());
+                r
             };
             if record.revoked_at.is_some() || !key.verify(&record.secret_hash) {
                 return Ok(None);

@@ -13,7 +13,7 @@ use serde_json::Value;
 use wsp_store::{Redactor, Secret};
 use wsp_types::OwnerId;
 
-use crate::agent_config::{AgentsConfig, ID_PATTERN};
+use wsp_agents::{AgentsConfig, ID_PATTERN};
 
 /// The `$id` of the generated schema.
 pub const SCHEMA_ID: &str = "https://wsp.dev/schemas/config/wsp.schema.json";

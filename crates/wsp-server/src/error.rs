@@ -121,9 +121,7 @@ impl ApiError {
 
 /// A short random id that ties a 5xx answer to its log line.
 pub fn correlation_id() -> String {
-    let mut b = [0u8; 8];
-    getrandom::fill(&mut b).expect("the operating system's random source is available");
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    wsp_types::random_hex(8)
 }
 
 impl IntoResponse for ApiError {

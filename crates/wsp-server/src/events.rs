@@ -18,27 +18,45 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, Uri};
+use axum::extract::{FromRequestParts, State};
+use axum::http::HeaderName;
+use axum::http::request::Parts;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use tokio::sync::broadcast::error::RecvError;
 use wsp_store::{ChangeEvent, StoreError, WorkspaceStore};
 use wsp_types::wire::{WorkspaceEvent, WorkspaceUpdated};
-use wsp_types::{ErrorCode, Owner, Scope};
+use wsp_types::{ErrorCode, Owner};
 
-use crate::auth::bearer_token;
+use crate::auth::Caller;
 use crate::error::ApiError;
+use crate::extract::{Authed, BearerToken, OrWire, Reply, WorkspaceRead};
+use crate::fails::{self, Documented, Failure};
 use crate::feed_hub::{Batch, Live, PAGE, Subscription};
-use crate::files::caller;
 use crate::request::{param, query_params};
 use crate::{AppState, encode};
 
 /// Comment lines on idle streams.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-fn position(headers: &HeaderMap, uri: &Uri) -> Result<Option<u64>, ApiError> {
+/// Where a stream starts: after `Last-Event-ID`, else after `?since=`, else at the head.
+pub(crate) struct Position(Option<u64>);
+
+impl FromRequestParts<AppState> for Position {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+        position(parts).map(Self)
+    }
+}
+
+impl fails::Fallible for Position {
+    fn failures() -> Vec<Failure> {
+        vec![fails::BAD_POSITION]
+    }
+}
+
+fn position(parts: &Parts) -> Result<Option<u64>, ApiError> {
     let parse = |raw: &str, what: &str| {
         raw.trim().parse::<u64>().map_err(|_| {
             ApiError::validation(format!(
@@ -46,22 +64,53 @@ fn position(headers: &HeaderMap, uri: &Uri) -> Result<Option<u64>, ApiError> {
             ))
         })
     };
-    if let Some(v) = headers.get(HeaderName::from_static("last-event-id")) {
+    if let Some(v) = parts.headers.get(HeaderName::from_static("last-event-id")) {
         let raw = v
             .to_str()
             .map_err(|_| ApiError::validation("Last-Event-ID must be ASCII"))?;
         return parse(raw, "Last-Event-ID").map(Some);
     }
-    let params = query_params(uri.query())?;
+    let params = query_params(parts.uri.query())?;
     param(&params, "since")
         .map(|raw| parse(raw, "since"))
         .transpose()
 }
 
+/// The store has no change feed.
+const NO_FEED: Failure = fails::fail(
+    ErrorCode::CapabilityNotProvided,
+    "The host's store has no change feed",
+);
+/// The credential holds its allowance of open streams.
+const STREAMS_PER_KEY: Failure = fails::fail(
+    ErrorCode::RateLimited,
+    "The credential already holds its allowance of open streams (`details.limit` is \
+     `streamsPerKey`, `details.max` the allowance)",
+);
+/// The server is shutting down.
+const SHUTTING_DOWN: Failure =
+    fails::fail(ErrorCode::ServiceUnavailable, "The server is shutting down");
+
+/// The change-feed route.
+pub(crate) const EVENTS: &str = "/v1/host/workspace/events";
+
+/// The OpenAPI operation of [`events`] and the failures of its own steps.
+pub(crate) struct EventsOp;
+
+impl Documented for EventsOp {
+    const OWN: &'static [Failure] = &[
+        NO_FEED,
+        STREAMS_PER_KEY,
+        SHUTTING_DOWN,
+        fails::STORE_UNAVAILABLE,
+    ];
+}
+
 /// `GET /v1/host/workspace/events[?since=N]` with optional `Last-Event-ID: N`.
 #[utoipa::path(
     get,
-    path = "/v1/host/workspace/events",
+    impl_for = EventsOp,
+    path = EVENTS,
     tag = "workspace",
     operation_id = "workspaceEvents",
     summary = "The caller's workspace.updated change feed as Server-Sent Events (wsp extension)",
@@ -72,53 +121,16 @@ fn position(headers: &HeaderMap, uri: &Uri) -> Result<Option<u64>, ApiError> {
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "An endless `text/event-stream`: `workspace.updated` events (`id` = sequence, `data` = WorkspaceEvent) and a comment every 15 s when idle. The stream ends after one `error` event whose data is an error envelope: `feed_position_expired` if the position is older than the feed retains, `unauthenticated` or `forbidden` once the credential is revoked or loses `workspace:read`, `service_unavailable` when the server shuts down or the store fails (reconnect with `Last-Event-ID`).", content_type = "text/event-stream"),
-        (status = 400, description = "Invalid position (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `workspace:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 429, description = "The credential already holds its allowance of open streams (`rate_limited`; `details.limit` is `streamsPerKey`, `details.max` the allowance).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host's store has no change feed (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "The server is shutting down, or storage is unavailable (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn events(
+pub(crate) async fn events(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::WorkspaceRead).await?;
-    let requested = position(&headers, &uri)?;
-    let store = state.inner.store.clone();
-    if !store.features().change_feed {
-        return Err(ApiError::from_store(
-            StoreError::Unsupported("the change feed"),
-            "events",
-        ));
-    }
-    // `caller` succeeded, so the request has a bearer token.
-    let token = bearer_token(&headers).unwrap_or_default();
-    // Joined before the head is read, so every change committed after it reaches the stream.
-    let sub = state
-        .inner
-        .feeds
-        .join(&store, &state.inner.auth, token, &caller)?;
-    let head = store
-        .changes(&caller.owner, u64::MAX, 0)
-        .await
-        .map_err(|e| ApiError::from_store(e, "events"))?
-        .head;
-    let pos = requested.unwrap_or(head);
-    let feed = Feed {
-        store,
-        owner: caller.owner,
-        pos,
-        behind: pos < head,
-        sub,
-        batch: None,
-        done: false,
-    };
-    Ok(Sse::new(feed.into_stream())
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response())
+    auth: Authed<WorkspaceRead>,
+    Position(requested): Position,
+    BearerToken(token): BearerToken,
+) -> Result<Reply, ApiError> {
+    let feed = Feed::open(&state, &auth, &token, requested).await?;
+    Ok(feed.into_reply())
 }
 
 struct Feed {
@@ -158,6 +170,46 @@ fn error_event(err: &ApiError) -> Event {
 }
 
 impl Feed {
+    /// The stream of `caller`'s changes after `requested`, else after the head: 501 when the
+    /// store has no change feed, and what joining the owner's shared pages answers (429, 503).
+    async fn open(
+        state: &AppState,
+        caller: &Caller,
+        token: &str,
+        requested: Option<u64>,
+    ) -> Result<Self, ApiError> {
+        let store = state.inner.store.clone();
+        if !store.features().change_feed {
+            return Err(StoreError::Unsupported("the change feed")).or_wire("events");
+        }
+        // Joined before the head is read, so every change committed after it reaches the stream.
+        let sub = state
+            .inner
+            .feeds
+            .join(&store, &state.inner.auth, token, caller)?;
+        let head = store
+            .changes(&caller.owner, u64::MAX, 0)
+            .await
+            .or_wire("events")?
+            .head;
+        let pos = requested.unwrap_or(head);
+        Ok(Self {
+            store,
+            owner: caller.owner.clone(),
+            pos,
+            behind: pos < head,
+            sub,
+            batch: None,
+            done: false,
+        })
+    }
+
+    /// The stream as Server-Sent Events, with a comment line every [`KEEP_ALIVE`] when idle.
+    fn into_reply(self) -> Reply {
+        let events = Sse::new(self.into_stream()).keep_alive(KeepAlive::new().interval(KEEP_ALIVE));
+        Reply::stream(events)
+    }
+
     fn into_stream(self) -> impl Stream<Item = Result<Event, Infallible>> + Send {
         futures_util::stream::unfold(self, |mut feed| async move {
             let event = feed.next().await?;
@@ -191,18 +243,15 @@ impl Feed {
                 }
                 self.batch = None;
             }
-            let batch = if self.behind {
-                match self.read_store().await {
-                    Ok(Some(batch)) => batch,
-                    Ok(None) => continue,
-                    Err(err) => return self.finish(&err),
-                }
+            let next = if self.behind {
+                self.read_store().await
             } else {
-                match self.take_live().await {
-                    Ok(Some(batch)) => batch,
-                    Ok(None) => continue,
-                    Err(err) => return self.finish(&err),
-                }
+                self.take_live().await
+            };
+            let batch = match next {
+                Ok(Some(batch)) => batch,
+                Ok(None) => continue,
+                Err(err) => return self.finish(&err),
             };
             // Changes read after a revocation reached the credential check are never sent.
             if let Err(err) = self.sub.signals.valid_after(batch.read_at).await {

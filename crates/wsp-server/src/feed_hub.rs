@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
-use wsp_store::{ChangeEvent, ChangeNotice, WorkspaceStore};
+use wsp_store::{ChangeEvent, ChangeNotice, StoreError, WorkspaceStore};
 use wsp_types::{ErrorCode, Owner, Scope};
 
 use crate::auth::{Authenticator, Caller, KEY_CACHE_TTL};
 use crate::error::ApiError;
 
 /// Open change-feed streams one credential may hold at a time, unless the host says otherwise
-/// ([`AppState::with_max_streams_per_key`](crate::AppState::with_max_streams_per_key)).
+/// ([`AppStateBuilder::max_streams_per_key`](crate::AppStateBuilder::max_streams_per_key)).
 pub const DEFAULT_MAX_STREAMS_PER_KEY: usize = 32;
 
 /// Changes read from the store at a time, by an owner's reader or a catching-up subscriber.
@@ -119,6 +119,12 @@ impl FeedHub {
         self.shared.max_per_key.store(max, Ordering::Relaxed);
     }
 
+    /// How many streams are open now.
+    pub(crate) fn open_streams(&self) -> usize {
+        let maps = self.shared.maps.lock().unwrap_or_else(|e| e.into_inner());
+        maps.owners.values().map(|o| o.subscribers).sum()
+    }
+
     /// Ends every open stream (a final `service_unavailable` event) and refuses new ones.
     pub(crate) fn close(&self) {
         self.shared.closing.send_replace(true);
@@ -165,25 +171,24 @@ impl FeedHub {
         });
         key_entry.streams += 1;
         let check = key_entry.check.clone();
+        let start_reader = |tx: &broadcast::Sender<Live>| {
+            tokio::spawn(read_forever(
+                store.clone(),
+                caller.owner.clone(),
+                tx.clone(),
+            ))
+        };
         let owner_entry = maps.owners.entry(caller.owner.clone()).or_insert_with(|| {
             let tx = broadcast::channel(LIVE_PAGES).0;
             OwnerEntry {
-                reader: tokio::spawn(read_forever(
-                    store.clone(),
-                    caller.owner.clone(),
-                    tx.clone(),
-                )),
+                reader: start_reader(&tx),
                 tx,
                 subscribers: 0,
             }
         });
         if owner_entry.reader.is_finished() {
             // Only a panic in the store ends a reader: start another one.
-            owner_entry.reader = tokio::spawn(read_forever(
-                store.clone(),
-                caller.owner.clone(),
-                owner_entry.tx.clone(),
-            ));
+            owner_entry.reader = start_reader(&owner_entry.tx);
         }
         owner_entry.subscribers += 1;
         let live = owner_entry.tx.subscribe();
@@ -372,28 +377,21 @@ async fn check_forever(check: Arc<KeyCheck>) {
 async fn read_forever(store: Arc<dyn WorkspaceStore>, owner: Owner, tx: broadcast::Sender<Live>) {
     // Subscribed before the head is read, so nothing committed in between is missed.
     let mut notices = store.subscribe();
-    let mut pos = None;
+    let mut pos = loop {
+        match store.changes(&owner, u64::MAX, 0).await {
+            Ok(page) => break page.head,
+            Err(e) => failed(&tx, e).await,
+        }
+    };
+    // Where the reader starts: a subscriber further back (a change committed between its own
+    // head read and this one) reads the store up to here.
+    let _ = tx.send(Live::Changes(Arc::new(Batch {
+        after: pos,
+        events: Vec::new(),
+        read_at: Instant::now(),
+    })));
     loop {
-        let Some(after) = pos else {
-            match store.changes(&owner, u64::MAX, 0).await {
-                Ok(page) => {
-                    // Where the reader starts: a subscriber further back (a change committed
-                    // between its own head read and this one) reads the store up to here.
-                    let _ = tx.send(Live::Changes(Arc::new(Batch {
-                        after: page.head,
-                        events: Vec::new(),
-                        read_at: Instant::now(),
-                    })));
-                    pos = Some(page.head);
-                }
-                Err(e) => {
-                    let _ = tx.send(Live::Failed(ApiError::from_store(e, "events")));
-                    tokio::time::sleep(POLL).await;
-                }
-            }
-            continue;
-        };
-        match store.changes(&owner, after, PAGE).await {
+        match store.changes(&owner, pos, PAGE).await {
             Ok(page) => {
                 if let Some(last) = page.events.last().map(|e| e.seq) {
                     let full = page.events.len() >= PAGE;
@@ -401,26 +399,31 @@ async fn read_forever(store: Arc<dyn WorkspaceStore>, owner: Owner, tx: broadcas
                         // Changes the feed trimmed before they were read are not in the page:
                         // it starts where the feed does, and a subscriber further back reads
                         // the store and learns that its position expired.
-                        after: after.max(page.oldest.saturating_sub(1)),
+                        after: pos.max(page.oldest.saturating_sub(1)),
                         events: page.events,
                         read_at: Instant::now(),
                     };
                     // No subscriber at this instant is not an error: the next one reads the store.
                     let _ = tx.send(Live::Changes(Arc::new(batch)));
-                    pos = Some(last);
+                    pos = last;
                     if full {
                         continue;
                     }
                 }
             }
             Err(e) => {
-                let _ = tx.send(Live::Failed(ApiError::from_store(e, "events")));
-                tokio::time::sleep(POLL).await;
+                failed(&tx, e).await;
                 continue;
             }
         }
-        wait(&mut notices, &owner, pos.unwrap_or(after)).await;
+        wait(&mut notices, &owner, pos).await;
     }
+}
+
+/// Ends every subscriber's stream with the store's failure, then waits before reading again.
+async fn failed(tx: &broadcast::Sender<Live>, e: StoreError) {
+    let _ = tx.send(Live::Failed(ApiError::from_store(e, "events")));
+    tokio::time::sleep(POLL).await;
 }
 
 /// Waits until the owner's feed may have moved past `pos`.

@@ -2,69 +2,51 @@
 
 use std::any::Any;
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE, ETAG};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use serde::Deserialize;
 use wsp_store::{FileWrite, Precondition};
-use wsp_types::{ErrorCode, LimitKind, Owner, Scope, WorkspacePath};
+use wsp_types::{ErrorCode, LimitKind, WorkspacePath};
 
-use crate::auth::{Caller, authenticate};
 use crate::error::ApiError;
-use crate::idempotency::{Begin, fingerprint, validate_key};
-use crate::request::{
-    precondition, prefix_param, query_params, require_json, version_param, workspace_path,
+use crate::extract::{
+    Authed, IdempotencyKey, JsonBody, ListPrefix, OrWire, Preconditions, Reply, Version,
+    WorkspaceRead, WorkspaceWrite, WsPath,
 };
-use crate::{AppState, JSON, encode};
+use crate::fails::{self, Documented, Failure};
+use crate::idempotency::{fingerprint, idempotent};
+use crate::{AppState, encode};
 
 /// The list route.
 pub const LIST: &str = "/v1/host/workspace/files";
-/// The prefix of one file's route.
-pub const FILE_PREFIX: &str = "/v1/host/workspace/files/";
-/// The prefix of one file's history route (extension).
-pub const HISTORY_PREFIX: &str = "/v1/host/workspace/history/";
 
 /// The PUT body: `content`, optional `contentType`, nothing else.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct PutBody {
+pub(crate) struct PutBody {
     content: String,
     content_type: Option<String>,
 }
 
-/// 501 unless the capability is on, then the authenticated caller holding `scope`.
-pub(crate) async fn caller(
-    state: &AppState,
-    headers: &HeaderMap,
-    scope: Scope,
-) -> Result<Caller, ApiError> {
-    if !state.inner.config.workspace_enabled {
-        return Err(ApiError::new(
-            ErrorCode::CapabilityNotProvided,
-            "this host does not offer the host.workspace capability",
-        ));
-    }
-    let caller = authenticate(&*state.inner.auth, headers).await?;
-    caller.require(scope)?;
-    Ok(caller)
-}
+/// The route of one file (`{*path}` spans segments).
+pub(crate) const FILE: &str = "/v1/host/workspace/files/{*path}";
 
-fn json_response(status: StatusCode, body: Vec<u8>, etag: Option<&str>) -> Response {
-    let mut resp = (status, body).into_response();
-    resp.headers_mut().insert(CONTENT_TYPE, JSON);
-    if let Some(tag) = etag.and_then(|t| HeaderValue::from_str(t).ok()) {
-        resp.headers_mut().insert(ETAG, tag);
-    }
-    resp
+/// The route of a file's retained versions.
+pub(crate) const HISTORY: &str = "/v1/host/workspace/history/{*path}";
+
+/// The OpenAPI operation of [`list`] and the failures of its own steps.
+pub(crate) struct ListFilesOp;
+
+impl Documented for ListFilesOp {
+    const OWN: &'static [Failure] = &[fails::STORE_UNAVAILABLE];
 }
 
 /// `GET /v1/host/workspace/files?prefix=P`
 #[utoipa::path(
     get,
-    path = "/v1/host/workspace/files",
+    impl_for = ListFilesOp,
+    path = LIST,
     tag = "workspace",
     operation_id = "listWorkspaceFiles",
     summary = "List live files (no bodies), sorted by path",
@@ -72,37 +54,31 @@ fn json_response(status: StatusCode, body: Vec<u8>, etag: Option<&str>) -> Respo
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The caller's live files.", body = ref("#/components/schemas/WorkspaceFileList")),
-        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::WorkspaceRead).await?;
-    let prefix = prefix_param(&query_params(uri.query())?)?;
-    let files = state
-        .inner
-        .store
-        .list(&caller.owner, &prefix)
-        .await
-        .map_err(|e| ApiError::from_store(e, prefix.as_str()))?;
-    Ok(json_response(
-        StatusCode::OK,
-        encode::file_list(files),
-        None,
-    ))
+    auth: Authed<WorkspaceRead>,
+    ListPrefix(prefix): ListPrefix,
+) -> Result<Reply, ApiError> {
+    let files = state.inner.store.list(&auth.owner, &prefix).await;
+    Ok(Reply::encoded(encode::file_list(
+        files.or_wire(prefix.as_str())?,
+    )))
+}
+
+/// The OpenAPI operation of [`read`] and the failures of its own steps.
+pub(crate) struct GetFileOp;
+
+impl Documented for GetFileOp {
+    const OWN: &'static [Failure] = &[fails::FILE_NOT_FOUND, fails::STORE_UNAVAILABLE];
 }
 
 /// `GET /v1/host/workspace/files/{path}[?version=N]`
 #[utoipa::path(
     get,
-    path = "/v1/host/workspace/files/{path}",
+    impl_for = GetFileOp,
+    path = FILE,
     tag = "workspace",
     operation_id = "getWorkspaceFile",
     summary = "Read a file, or a retained version of it",
@@ -114,40 +90,36 @@ pub async fn list(
     responses(
         (status = 200, description = "The file; the `ETag` header repeats `etag`.", body = ref("#/components/schemas/WorkspaceFile"),
             headers(("ETag" = String, description = "The version's etag."))),
-        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such live file or retained version; another owner's file answers the same (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn read(
+pub(crate) async fn read(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::WorkspaceRead).await?;
-    let path = workspace_path(uri.path(), FILE_PREFIX)?;
-    let version = version_param(&query_params(uri.query())?)?;
-    let file = state
-        .inner
-        .store
-        .get(&caller.owner, &path, version)
-        .await
-        .map_err(|e| ApiError::from_store(e, path.as_str()))?;
+    auth: Authed<WorkspaceRead>,
+    WsPath(path): WsPath,
+    Version(version): Version,
+) -> Result<Reply, ApiError> {
+    let file = state.inner.store.get(&auth.owner, &path, version).await;
+    Ok(file_reply(file.or_wire(path.as_str())?))
+}
+
+/// A stored file with its `ETag`.
+pub(crate) fn file_reply(file: wsp_store::StoredFile) -> Reply {
     let etag = file.meta.etag.as_str().to_owned();
-    Ok(json_response(
-        StatusCode::OK,
-        encode::file(file),
-        Some(&etag),
-    ))
+    Reply::encoded(encode::file(file)).etag(&etag)
+}
+
+/// The OpenAPI operation of [`history`] and the failures of its own steps.
+pub(crate) struct HistoryOp;
+
+impl Documented for HistoryOp {
+    const OWN: &'static [Failure] = &[fails::FILE_NOT_FOUND, fails::STORE_UNAVAILABLE];
 }
 
 /// `GET /v1/host/workspace/history/{path}` (extension): retained versions, newest first.
 #[utoipa::path(
     get,
-    path = "/v1/host/workspace/history/{path}",
+    impl_for = HistoryOp,
+    path = HISTORY,
     tag = "workspace",
     operation_id = "getWorkspaceFileHistory",
     summary = "Retained versions of a live file, newest first (wsp extension)",
@@ -155,38 +127,49 @@ pub async fn read(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The retained versions of the current life.", body = ref("#/components/schemas/WorkspaceFileHistory")),
-        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such live file or retained version; another owner's file answers the same (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn history(
+pub(crate) async fn history(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::WorkspaceRead).await?;
-    let path = workspace_path(uri.path(), HISTORY_PREFIX)?;
-    let versions = state
-        .inner
-        .store
-        .history(&caller.owner, &path)
-        .await
-        .map_err(|e| ApiError::from_store(e, path.as_str()))?;
-    Ok(json_response(
-        StatusCode::OK,
-        encode::history(&path, versions),
-        None,
-    ))
+    auth: Authed<WorkspaceRead>,
+    WsPath(path): WsPath,
+) -> Result<Reply, ApiError> {
+    let versions = state.inner.store.history(&auth.owner, &path).await;
+    Ok(Reply::encoded(encode::history(
+        &path,
+        versions.or_wire(path.as_str())?,
+    )))
+}
+
+/// A `contentType` that is not a media type.
+const BAD_MEDIA_TYPE: Failure = fails::fail(
+    ErrorCode::ValidationError,
+    "`contentType` is not a media type (`details.field`)",
+);
+/// `If-None-Match` on a delete.
+const DELETE_IF_NONE_MATCH: Failure = fails::fail(
+    ErrorCode::ValidationError,
+    "`If-None-Match` was sent on a delete",
+);
+
+/// The OpenAPI operation of [`write`] and the failures of its own steps.
+pub(crate) struct PutFileOp;
+
+impl Documented for PutFileOp {
+    const OWN: &'static [Failure] = &[
+        BAD_MEDIA_TYPE,
+        fails::SECRET_REFUSED,
+        fails::CONFLICT,
+        fails::FILE_TOO_LARGE,
+        fails::STORE_UNAVAILABLE,
+    ];
 }
 
 /// `PUT /v1/host/workspace/files/{path}`
 #[utoipa::path(
     put,
-    path = "/v1/host/workspace/files/{path}",
+    impl_for = PutFileOp,
+    path = FILE,
     tag = "workspace",
     operation_id = "putWorkspaceFile",
     summary = "Create or replace a file atomically",
@@ -201,82 +184,73 @@ pub async fn history(
     responses(
         (status = 200, description = "Stored: version 1 on create, plus 1 on each replace.", body = ref("#/components/schemas/WorkspaceFile"),
             headers(("ETag" = String, description = "The new version's etag."))),
-        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 409, description = "`If-Match`/`If-None-Match` failed (`workspace_conflict`, `details.currentVersion`) or an `Idempotency-Key` was reused for another request (`idempotency_key_mismatch`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 413, description = "Over `maxFileBytes`, `maxFiles` or the body limit (`workspace_too_large`, `details.limit`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 415, description = "The body is not `application/json` (`unsupported_media_type`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn write(
+pub(crate) async fn write(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::WorkspaceWrite).await?;
-    let path = workspace_path(uri.path(), FILE_PREFIX)?;
-    let pre = precondition(&headers)?;
-    require_json(&headers)?;
-    let raw = read_body(&headers, body, state.max_body_bytes()).await?;
-    let put: PutBody = serde_json::from_slice(&raw)
-        .map_err(|e| ApiError::validation(format!("invalid request body: {e}")))?;
-    let limits = state.inner.store.limits();
-    if put.content.len() as u64 > limits.max_file_bytes {
-        return Err(ApiError::too_large(
-            LimitKind::MaxFileBytes,
-            limits.max_file_bytes,
-        ));
-    }
-    let content_type = match put.content_type {
-        None => "text/markdown".to_owned(),
-        Some(t) if valid_media_type(&t) => t,
-        Some(_) => {
-            return Err(ApiError::validation(
-                "contentType must be a media type like text/markdown",
-            )
-            .with_detail("field", "contentType"));
-        }
-    };
-    let fp = || {
-        fingerprint(&[
-            b"PUT",
-            path.as_str().as_bytes(),
-            &precondition_bytes(&headers),
-            &raw,
-        ])
-    };
-    idempotent(&state, &caller.owner, &headers, fp, async {
+    auth: Authed<WorkspaceWrite>,
+    WsPath(path): WsPath,
+    pre: Preconditions,
+    key: IdempotencyKey,
+    body: JsonBody<PutBody>,
+) -> Result<Reply, ApiError> {
+    let write = body.value.into_write(&state, &auth.principal)?;
+    let fp = || change_fingerprint(b"PUT", &path, &pre.raw, &[&body.raw]);
+    idempotent(&state, &auth.owner, key, fp, async {
         // The store is a RedactingStore: it redacts the content and refuses a secret in the
         // path or the media type.
-        let write = FileWrite {
-            content: put.content,
-            content_type,
-            author: Some(caller.principal.clone()),
-        };
         let stored = state
             .inner
             .store
-            .put(&caller.owner, &path, write, pre)
-            .await
-            .map_err(|e| ApiError::from_store(e, path.as_str()))?;
-        let etag = stored.meta.etag.as_str().to_owned();
-        Ok(json_response(
-            StatusCode::OK,
-            encode::file(stored),
-            Some(&etag),
-        ))
+            .put(&auth.owner, &path, write, pre.precondition);
+        Ok(file_reply(stored.await.or_wire(path.as_str())?))
     })
     .await
+}
+
+impl PutBody {
+    /// The write this body asks for: `content` within `maxFileBytes` as received (413), a
+    /// valid media type (400; `text/markdown` when absent), attributed to `principal`.
+    fn into_write(self, state: &AppState, principal: &str) -> Result<FileWrite, ApiError> {
+        let max = state.inner.store.limits().max_file_bytes;
+        if self.content.len() as u64 > max {
+            return Err(ApiError::too_large(LimitKind::MaxFileBytes, max));
+        }
+        let content_type = match self.content_type {
+            None => "text/markdown".to_owned(),
+            Some(t) if valid_media_type(&t) => t,
+            Some(_) => {
+                return Err(ApiError::validation(
+                    "contentType must be a media type like text/markdown",
+                )
+                .with_detail("field", "contentType"));
+            }
+        };
+        Ok(FileWrite {
+            content: self.content,
+            content_type,
+            author: Some(principal.to_owned()),
+        })
+    }
+}
+
+/// The OpenAPI operation of [`delete`] and the failures of its own steps.
+pub(crate) struct DeleteFileOp;
+
+impl Documented for DeleteFileOp {
+    const OWN: &'static [Failure] = &[
+        DELETE_IF_NONE_MATCH,
+        fails::FILE_NOT_FOUND,
+        fails::CONFLICT,
+        fails::STORE_UNAVAILABLE,
+    ];
 }
 
 /// `DELETE /v1/host/workspace/files/{path}`
 #[utoipa::path(
     delete,
-    path = "/v1/host/workspace/files/{path}",
+    impl_for = DeleteFileOp,
+    path = FILE,
     tag = "workspace",
     operation_id = "deleteWorkspaceFile",
     summary = "Tombstone a file",
@@ -288,141 +262,46 @@ pub async fn write(
     security(("bearerAuth" = [])),
     responses(
         (status = 204, description = "Deleted; the path can be written again, starting at version 1."),
-        (status = 400, description = "Invalid path, query or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks the scope (`forbidden`, `details.requiredScope`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such live file or retained version; another owner's file answers the same (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 409, description = "`If-Match`/`If-None-Match` failed (`workspace_conflict`, `details.currentVersion`) or an `Idempotency-Key` was reused for another request (`idempotency_key_mismatch`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host does not offer `host.workspace` (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn delete(
+pub(crate) async fn delete(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::WorkspaceWrite).await?;
-    let path = workspace_path(uri.path(), FILE_PREFIX)?;
-    let pre = precondition(&headers)?;
-    if pre == Precondition::IfNoneMatchAny {
-        return Err(ApiError::validation(
-            "If-None-Match makes no sense on DELETE",
-        ));
-    }
-    let fp = || {
-        fingerprint(&[
-            b"DELETE",
-            path.as_str().as_bytes(),
-            &precondition_bytes(&headers),
-        ])
-    };
-    idempotent(&state, &caller.owner, &headers, fp, async {
-        state
-            .inner
-            .store
-            .delete(&caller.owner, &path, pre)
-            .await
-            .map_err(|e| ApiError::from_store(e, path.as_str()))?;
-        Ok(StatusCode::NO_CONTENT.into_response())
+    auth: Authed<WorkspaceWrite>,
+    WsPath(path): WsPath,
+    pre: Preconditions,
+    key: IdempotencyKey,
+) -> Result<Reply, ApiError> {
+    let precondition = delete_precondition(pre.precondition)?;
+    let fp = || change_fingerprint(b"DELETE", &path, &pre.raw, &[]);
+    idempotent(&state, &auth.owner, key, fp, async {
+        let deleted = state.inner.store.delete(&auth.owner, &path, precondition);
+        deleted.await.or_wire(path.as_str())?;
+        Ok(Reply::no_content())
     })
     .await
 }
 
-/// Runs a mutation under its `Idempotency-Key`, if the request sent one.
-pub(crate) async fn idempotent(
-    state: &AppState,
-    owner: &Owner,
-    headers: &HeaderMap,
-    fingerprint: impl FnOnce() -> [u8; 32],
-    run: impl Future<Output = Result<Response, ApiError>>,
-) -> Result<Response, ApiError> {
-    let Some(raw_key) = headers.get(HeaderName::from_static("idempotency-key")) else {
-        return run.await;
-    };
-    let key = validate_key(raw_key)?;
-    crate::secrets::refuse_secret(state, owner, "Idempotency-Key", &key)?;
-    let claim = match crate::idempotency::begin(&state.inner.idempotency, owner, key, fingerprint())
-        .await?
-    {
-        Begin::Replay(stored) => return Ok(crate::idempotency::replay(&stored)),
-        Begin::Run(claim) => claim,
-    };
-    let response = run.await.unwrap_or_else(IntoResponse::into_response);
-    let (parts, body) = response.into_parts();
-    // Our responses are small and already buffered, so collecting cannot fail in practice.
-    let body = axum::body::to_bytes(body, usize::MAX)
-        .await
-        .unwrap_or_default();
-    let headers: Vec<(HeaderName, HeaderValue)> = [CONTENT_TYPE, ETAG]
-        .into_iter()
-        .filter_map(|h| parts.headers.get(&h).map(|v| (h, v.clone())))
-        .collect();
-    // 5xx and 400/401/403 are never recorded (WIRE §3): a retry runs again.
-    let replayable =
-        !(parts.status.is_server_error() || matches!(parts.status.as_u16(), 400 | 401 | 403));
-    claim
-        .finish(replayable.then(|| crate::idempotency::record(parts.status, &headers, &body)))
-        .await;
-    Ok(Response::from_parts(parts, Body::from(body)))
+/// What a delete may be conditional on: `If-Match`, never `If-None-Match` (400).
+fn delete_precondition(precondition: Precondition) -> Result<Precondition, ApiError> {
+    if precondition == Precondition::IfNoneMatchAny {
+        return Err(ApiError::validation(
+            "If-None-Match makes no sense on DELETE",
+        ));
+    }
+    Ok(precondition)
 }
 
-fn precondition_bytes(headers: &HeaderMap) -> Vec<u8> {
-    let mut out = Vec::new();
-    for name in ["if-match", "if-none-match"] {
-        for v in headers.get_all(name) {
-            out.extend_from_slice(name.as_bytes());
-            out.push(b':');
-            out.extend_from_slice(v.as_bytes());
-            out.push(b'\n');
-        }
-    }
-    out
-}
-
-/// Reads a request body up to `limit` bytes; over it is 413 with `details.limit = requestBody`
-/// (an oversized body is drained first, so the client reads the answer).
-pub(crate) async fn read_body(
-    headers: &HeaderMap,
-    body: Body,
-    limit: usize,
-) -> Result<Bytes, ApiError> {
-    let too_large = || ApiError::too_large(LimitKind::RequestBody, limit as u64);
-    let declared = headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        drain(body, limit).await;
-        return Err(too_large());
-    }
-    let mut body = body;
-    let mut buf = bytes::BytesMut::new();
-    while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
-        let frame =
-            frame.map_err(|_| ApiError::validation("the request body could not be read"))?;
-        if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > limit {
-                drain(body, limit).await;
-                return Err(too_large());
-            }
-            buf.extend_from_slice(&data);
-        }
-    }
-    Ok(buf.freeze())
-}
-
-/// Reads and discards what is left of an oversized body, up to about `limit` more bytes, so
-/// that a client still sending it reads our 413 instead of a broken pipe. Past that the
-/// connection is dropped rather than spending more on it.
-async fn drain(mut body: Body, limit: usize) {
-    let mut seen = 0usize;
-    while let Some(Ok(frame)) = http_body_util::BodyExt::frame(&mut body).await {
-        seen += frame.data_ref().map_or(0, |d| d.len());
-        if seen > limit.saturating_mul(2) {
-            break;
-        }
-    }
+/// The fingerprint [`idempotent`] compares a retry of a change of `path` by: the method, the
+/// path, the precondition headers as sent and the body, if any.
+fn change_fingerprint(
+    method: &[u8],
+    path: &WorkspacePath,
+    preconditions: &[u8],
+    body: &[&[u8]],
+) -> [u8; 32] {
+    let mut parts = vec![method, path.as_str().as_bytes(), preconditions];
+    parts.extend_from_slice(body);
+    fingerprint(&parts)
 }
 
 /// `type/subtype` with optional parameters, visible ASCII, at most 255 bytes.
@@ -441,17 +320,17 @@ fn valid_media_type(t: &str) -> bool {
 }
 
 /// `…/files/` with nothing after it.
-pub async fn empty_path() -> ApiError {
+pub(crate) async fn empty_path() -> ApiError {
     ApiError::validation("invalid workspace path: path is empty").with_detail("field", "path")
 }
 
 /// Any route that does not exist.
-pub async fn no_route(uri: Uri) -> ApiError {
+pub(crate) async fn no_route(uri: Uri) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("no route for {}", uri.path()))
 }
 
 /// A route that exists, with the wrong method.
-pub async fn method_not_allowed(method: Method) -> ApiError {
+pub(crate) async fn method_not_allowed(method: Method) -> ApiError {
     ApiError::new(
         ErrorCode::MethodNotAllowed,
         format!("{method} is not allowed here"),

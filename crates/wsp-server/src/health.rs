@@ -2,13 +2,13 @@
 //! orchestrators. Both are tiny, never cached, and name no internals.
 
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use wsp_types::ErrorCode;
 
+use crate::AppState;
 use crate::error::{ApiError, correlation_id};
-use crate::{AppState, JSON};
+use crate::extract::Reply;
+use crate::fails::{self, Documented, Failure};
 
 /// The liveness route.
 pub const HEALTHZ: &str = "/healthz";
@@ -16,30 +16,45 @@ pub const HEALTHZ: &str = "/healthz";
 pub const READYZ: &str = "/readyz";
 
 /// `Cache-Control: no-store` on every answer: a probe must never see a cached one.
-fn no_store(mut resp: Response) -> Response {
-    resp.headers_mut()
-        .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp
-}
+const NO_STORE: &str = "no-store";
 
 /// A small JSON body with status 200.
-fn ok_json(body: &'static str) -> Response {
-    let mut resp = (StatusCode::OK, body).into_response();
-    resp.headers_mut().insert(CONTENT_TYPE, JSON);
-    no_store(resp)
+fn ok_json(body: &'static str) -> Reply {
+    Reply::encoded(body).cache(NO_STORE)
+}
+
+/// The OpenAPI operation of [`healthz`] and the failures of its own steps.
+pub(crate) struct HealthzOp;
+
+impl Documented for HealthzOp {
+    const OWN: &'static [Failure] = &[];
 }
 
 /// `GET /healthz` (no auth): the process answers.
 #[utoipa::path(
     get,
-    path = "/healthz",
+    impl_for = HealthzOp,
+    path = HEALTHZ,
     tag = "health",
     operation_id = "healthz",
     summary = "Liveness: the process answers",
     responses((status = 200, description = "`{\"status\":\"ok\"}`", content_type = "application/json")),
 )]
-pub async fn healthz() -> Response {
+pub(crate) async fn healthz() -> Reply {
     ok_json(r#"{"status":"ok"}"#)
+}
+
+/// The store does not answer.
+const NOT_READY: Failure = fails::fail(
+    ErrorCode::ServiceUnavailable,
+    "Not ready: `details.check` names what failed",
+);
+
+/// The OpenAPI operation of [`readyz`] and the failures of its own steps.
+pub(crate) struct ReadyzOp;
+
+impl Documented for ReadyzOp {
+    const OWN: &'static [Failure] = &[NOT_READY];
 }
 
 /// `GET /readyz` (no auth): the store answers (SQLite writable; PostgreSQL reachable and
@@ -47,27 +62,25 @@ pub async fn healthz() -> Response {
 /// otherwise; the cause is logged with a correlation id, never sent.
 #[utoipa::path(
     get,
-    path = "/readyz",
+    impl_for = ReadyzOp,
+    path = READYZ,
     tag = "health",
     operation_id = "readyz",
     summary = "Readiness: the store answers",
     responses(
         (status = 200, description = "`{\"status\":\"ready\"}`", content_type = "application/json"),
-        (status = 503, description = "Not ready: `details.check` names what failed.", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn readyz(State(state): State<AppState>) -> Response {
+pub(crate) async fn readyz(State(state): State<AppState>) -> Reply {
     match state.inner.store.ready().await {
         Ok(()) => ok_json(r#"{"status":"ready"}"#),
         Err(cause) => {
             let id = correlation_id();
             tracing::warn!(correlation_id = %id, error = %cause, "not ready: store");
-            no_store(
-                ApiError::new(ErrorCode::ServiceUnavailable, "the store is not ready")
-                    .with_detail("check", "store")
-                    .with_detail("correlationId", id)
-                    .into_response(),
-            )
+            let refused = ApiError::new(ErrorCode::ServiceUnavailable, "the store is not ready")
+                .with_detail("check", "store")
+                .with_detail("correlationId", id);
+            Reply::from(refused.into_response()).cache(NO_STORE)
         }
     }
 }

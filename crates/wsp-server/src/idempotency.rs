@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::http::header::{CONTENT_TYPE, ETAG};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -11,6 +12,7 @@ use wsp_store::idempotency::{Claim as StoreClaim, IdempotencyRecords, StoredResp
 use wsp_types::{ErrorCode, Owner};
 
 use crate::error::ApiError;
+use crate::extract::Reply;
 
 /// How long a request waits for an identical one in progress (maybe on another replica).
 const WAIT_BOUND: Duration = Duration::from_secs(10);
@@ -154,6 +156,45 @@ async fn begin_within(
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(200));
     }
+}
+
+/// Runs a mutation under its `Idempotency-Key`, if the request sent one: a key holding one of
+/// `owner`'s secrets is 400, a replay answers the recorded response, a key reused for another
+/// request is 409.
+pub(crate) async fn idempotent(
+    state: &crate::AppState,
+    owner: &Owner,
+    key: crate::extract::IdempotencyKey,
+    fingerprint: impl FnOnce() -> [u8; 32],
+    run: impl Future<Output = Result<Reply, ApiError>>,
+) -> Result<Reply, ApiError> {
+    let Some(key) = key.0 else {
+        return run.await;
+    };
+    crate::secrets::refuse_secret(state, owner, "Idempotency-Key", &key)?;
+    let claim = match begin(&state.inner.idempotency, owner, key, fingerprint()).await? {
+        Begin::Replay(stored) => return Ok(replay(&stored).into()),
+        Begin::Run(claim) => claim,
+    };
+    let response = run
+        .await
+        .map_or_else(IntoResponse::into_response, IntoResponse::into_response);
+    let (parts, body) = response.into_parts();
+    // Our responses are small and already buffered, so collecting cannot fail in practice.
+    let body = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .unwrap_or_default();
+    let headers: Vec<(HeaderName, HeaderValue)> = [CONTENT_TYPE, ETAG]
+        .into_iter()
+        .filter_map(|h| parts.headers.get(&h).map(|v| (h, v.clone())))
+        .collect();
+    // 5xx and 400/401/403 are never recorded (WIRE §3): a retry runs again.
+    let replayable =
+        !(parts.status.is_server_error() || matches!(parts.status.as_u16(), 400 | 401 | 403));
+    claim
+        .finish(replayable.then(|| record(parts.status, &headers, &body)))
+        .await;
+    Ok(Response::from_parts(parts, axum::body::Body::from(body)).into())
 }
 
 /// A request's fingerprint: everything that makes two requests "the same".

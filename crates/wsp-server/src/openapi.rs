@@ -1,17 +1,15 @@
-//! The OpenAPI 3.1 document: routes from the handlers' `#[utoipa::path]` annotations, component
+//! The OpenAPI 3.1 document: operations from the route table (`endpoints` in the crate root,
+//! each handler's `#[utoipa::path]` annotation with its derived error responses), component
 //! schemas from our own `schemas/*.schema.json`, so patterns, bounds and defaults survive.
 
 use std::sync::OnceLock;
 
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Map, Value};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
-use crate::JSON;
+use crate::fails::{Documented, Failure};
 use crate::health::NoSecurity;
 
 /// The JSON Schemas of `schemas/` bundled into `components.schemas` form (keyed by title, every
@@ -27,32 +25,13 @@ const COMPONENTS: &str = include_str!("components.json");
                        host.workspace wire (RFC 0059). Every error body is an ErrorEnvelope.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    paths(
-        crate::discovery::discovery,
-        openapi_json,
-        crate::files::list,
-        crate::files::read,
-        crate::files::write,
-        crate::files::delete,
-        crate::files::history,
-        crate::events::events,
-        crate::runs::create,
-        crate::runs::get_run,
-        crate::runs::cancel,
-        crate::runs::list_files,
-        crate::runs::get_file,
-        crate::agents::list,
-        crate::agents::get_one,
-        crate::publish::publish,
-        crate::health::healthz,
-        crate::health::readyz,
-    ),
-    modifiers(&BearerAuth, &NoSecurity),
+    modifiers(&BearerAuth),
     tags(
         (name = "discovery", description = "What the host offers."),
         (name = "workspace", description = "RFC 0059 workspace files."),
         (name = "runs", description = "RFC 0059 section D: runs and their immutable workspace snapshots."),
         (name = "health", description = "Unauthenticated liveness and readiness probes."),
+        (name = "metrics", description = "Prometheus metrics for operators (scope `metrics:read`)."),
         (name = "agents", description = "RFC 0072 section A and RFC 0074: the agent inventory scoped to the caller; shared agent workspaces and one-way publish (wsp extension)."),
     ),
 )]
@@ -85,7 +64,14 @@ fn component_schemas() -> Map<String, Value> {
 /// The whole OpenAPI 3.1 document, as served at `/v1/openapi.json` and committed as
 /// `api/openapi.json`.
 pub fn document() -> Value {
-    let mut doc = serde_json::to_value(ApiDoc::openapi()).expect("the document serializes");
+    let mut api = ApiDoc::openapi();
+    // The operations come from the route table, so the document and the router cannot part.
+    for endpoint in crate::endpoints() {
+        let (path, methods, operation) = endpoint.document();
+        api.paths.add_path_operation(path, methods, operation);
+    }
+    utoipa::Modify::modify(&NoSecurity, &mut api);
+    let mut doc = serde_json::to_value(api).expect("the document serializes");
     doc["info"]["version"] = Value::from(env!("CARGO_PKG_VERSION"));
     doc["components"]["schemas"] = Value::Object(component_schemas());
     doc
@@ -98,23 +84,28 @@ pub fn document_text() -> String {
     text
 }
 
+/// The route of the document.
+pub(crate) const OPENAPI_JSON: &str = "/v1/openapi.json";
+
+/// The OpenAPI operation of [`openapi_json`] and the failures of its own steps.
+pub(crate) struct OpenApiJsonOp;
+
+impl Documented for OpenApiJsonOp {
+    const OWN: &'static [Failure] = &[];
+}
+
 /// `GET /v1/openapi.json` (no auth): this host's OpenAPI 3.1 document.
 #[utoipa::path(
     get,
-    path = "/v1/openapi.json",
+    impl_for = OpenApiJsonOp,
+    path = OPENAPI_JSON,
     tag = "discovery",
     responses((status = 200, description = "The OpenAPI 3.1 document of this host.", content_type = "application/json")),
 )]
-pub async fn openapi_json() -> Response {
+pub(crate) async fn openapi_json() -> crate::extract::Reply {
     static BODY: OnceLock<Bytes> = OnceLock::new();
     let body = BODY.get_or_init(|| Bytes::from(document_text())).clone();
-    let mut resp = (StatusCode::OK, body).into_response();
-    resp.headers_mut().insert(CONTENT_TYPE, JSON);
-    resp.headers_mut().insert(
-        CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=60"),
-    );
-    resp
+    crate::extract::Reply::encoded(body).cache("public, max-age=60")
 }
 
 #[cfg(test)]

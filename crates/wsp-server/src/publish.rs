@@ -16,37 +16,33 @@
 
 use std::num::NonZeroU64;
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use wsp_store::StoreError;
 use wsp_store::shared::{
     Publication, PublishError, PublishPrefix, agent_of_workspace, shared_workspace,
 };
+use wsp_store::{StoreError, StoredFile};
 use wsp_types::wire::PublishResponse;
-use wsp_types::{ErrorCode, Owner, Scope, WorkspacePath};
+use wsp_types::{ErrorCode, Owner, WorkspacePath};
 
-use crate::agents::{AgentRegistry, approved, registry_error, visible};
+use crate::AppState;
+use crate::agents::{approved, registry_error};
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::files::{caller, idempotent};
-use crate::idempotency::fingerprint;
-use crate::request::require_json;
-use crate::{AppState, JSON};
+use crate::extract::{
+    Authed, IdempotencyKey, JsonBody, Registry, Reply, SmallLimit, WorkspaceWrite,
+};
+use crate::fails::{self, Documented, Failure};
+use crate::idempotency::{fingerprint, idempotent};
+use wsp_agents::{AgentRegistry, visible};
 
 /// The route.
 pub const ROUTE: &str = "/v1/host/workspace/publish";
 
-/// Largest body read: the request is three short strings.
-const MAX_BODY: usize = 64 * 1024;
-
 /// The body: `path`, `targetAgentId`, optional `targetPath`, nothing else.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct PublishBody {
+pub(crate) struct PublishBody {
     path: String,
     target_agent_id: String,
     target_path: Option<String>,
@@ -96,10 +92,48 @@ async fn works_in_shared(registry: &dyn AgentRegistry, caller: &Caller) -> Resul
     Ok(false)
 }
 
+/// `path` or `targetPath` invalid, or the copy's place would be.
+const BAD_PUBLISH_PATH: Failure = fails::fail(
+    ErrorCode::ValidationError,
+    "`path` or `targetPath` is not a valid workspace path, or the copy would land at one that \
+     is not (`details.field`)",
+);
+/// The one-way, visibility and prefix rules.
+const PUBLISH_REFUSED: Failure = fails::fail(
+    ErrorCode::Forbidden,
+    "The caller works in a shared agent's workspace, the target is not a shared agent the \
+     caller may see, or `targetPath` is outside the target's publish prefix \
+     (`details.allowedPrefix`)",
+);
+/// No source file.
+const SOURCE_NOT_FOUND: Failure =
+    fails::fail(ErrorCode::NotFound, "The caller has no live file at `path`");
+/// The target workspace is full.
+const TARGET_FULL: Failure = fails::fail(
+    ErrorCode::WorkspaceTooLarge,
+    "The target workspace is at `maxFiles` (`details.limit`)",
+);
+
+/// The OpenAPI operation of [`publish`] and the failures of its own steps.
+pub(crate) struct PublishOp;
+
+impl Documented for PublishOp {
+    const OWN: &'static [Failure] = &[
+        BAD_PUBLISH_PATH,
+        fails::SECRET_REFUSED,
+        PUBLISH_REFUSED,
+        SOURCE_NOT_FOUND,
+        TARGET_FULL,
+        fails::REGISTRY_UNAVAILABLE,
+        fails::STORE_UNAVAILABLE,
+    ];
+}
+
 /// `POST /v1/host/workspace/publish`
 #[utoipa::path(
     post,
-    path = "/v1/host/workspace/publish",
+    impl_for = PublishOp,
+    path = ROUTE,
     tag = "agents",
     operation_id = "publishWorkspaceFile",
     summary = "Copy one of the caller's files into a shared agent's workspace (wsp extension)",
@@ -109,101 +143,109 @@ async fn works_in_shared(registry: &dyn AgentRegistry, caller: &Caller) -> Resul
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "Copied; the version it created in the target workspace.", body = ref("#/components/schemas/PublishResponse")),
-        (status = 400, description = "Invalid path or body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `workspace:write` (`details.requiredScope`), the caller works in a shared agent's workspace, the target is not a shared agent the caller may see, or `targetPath` is outside the target's publish prefix (`details.allowedPrefix`) (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "The caller has no live file at `path` (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 409, description = "An `Idempotency-Key` was reused for another request (`idempotency_key_mismatch`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 413, description = "The target workspace is at `maxFiles`, or the body is too large (`workspace_too_large`, `details.limit`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 415, description = "The body is not `application/json` (`unsupported_media_type`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host offers no workspace or no agents (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 503, description = "Storage unavailable; retry (`service_unavailable`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn publish(
+pub(crate) async fn publish(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let registry = state.agent_registry().cloned().ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::CapabilityNotProvided,
-            "this host has no agents, so no shared workspace to publish to",
-        )
-    })?;
-    let caller = caller(&state, &headers, Scope::WorkspaceWrite).await?;
-    require_json(&headers)?;
-    let raw = crate::files::read_body(&headers, body, MAX_BODY).await?;
-    let req: PublishBody = serde_json::from_slice(&raw)
-        .map_err(|e| ApiError::validation(format!("invalid request body: {e}")))?;
-    let path = WorkspacePath::parse(&req.path).map_err(|e| ApiError::bad_path(&e))?;
-    let target_path = match &req.target_path {
-        None => None,
-        Some(p) => Some(WorkspacePath::parse(p).map_err(|e| {
-            ApiError::validation(format!("invalid targetPath: {e}"))
-                .with_detail("field", "targetPath")
-        })?),
-    };
-    if let Some(p) = &req.target_path {
-        crate::secrets::refuse_secret(&state, &caller.owner, "targetPath", p)?;
-    }
-    let fp = || fingerprint(&[b"PUBLISH", &raw]);
-    idempotent(&state, &caller.owner, &headers, fp, async {
-        let source_is_shared = works_in_shared(&*registry, &caller).await?;
-        if source_is_shared {
-            return Err(from_shared());
-        }
+    Registry(registry): Registry,
+    auth: Authed<WorkspaceWrite>,
+    key: IdempotencyKey,
+    body: JsonBody<PublishBody, SmallLimit>,
+) -> Result<Reply, ApiError> {
+    let req = &body.value;
+    let paths = req.paths(&state, &auth.owner)?;
+    let fp = || fingerprint(&[b"PUBLISH", &body.raw]);
+    idempotent(&state, &auth.owner, key, fp, async {
         let id = req.target_agent_id.as_str();
-        // Approvals are read whatever the target, so an unapproved agent costs what an unknown
-        // one does.
-        let approved = approved(&*registry, &caller.owner).await?;
-        let agent = registry
-            .agent(id)
-            .await
-            .map_err(registry_error)?
-            .filter(|a| a.shared && a.id == id && visible(registry.install_scope(), &approved, a));
-        let target: Option<Owner> = agent
-            .as_ref()
-            .and_then(|_| shared_workspace(id).ok())
-            .map(|w| Owner::new(caller.owner.tenant.clone(), w));
-        let publication = Publication {
-            source: caller.owner.clone(),
-            source_is_shared,
-            path: path.clone(),
-            target,
-            target_path,
-            prefix: agent.map(|a| a.publish_prefix).unwrap_or_default(),
-            author: Some(caller.principal.clone()),
-        };
-        let copy = publication
-            .run(&*state.inner.store)
-            .await
-            .map_err(|e| match e {
-                PublishError::SourceIsShared | PublishError::SameWorkspace => from_shared(),
-                PublishError::TargetNotShared => not_shared(id),
-                PublishError::OutsidePrefix { prefix } => outside_prefix(id, &prefix),
-                PublishError::Unplaceable { prefix, error } => ApiError::validation(format!(
-                    "without a targetPath the copy of {:?} lands at {prefix}{}, which is not a \
-                     valid path ({error}); send a targetPath under {prefix}",
-                    path.as_str(),
-                    path.as_str()
-                ))
-                .with_detail("field", "path")
-                .with_detail("allowedPrefix", prefix.as_str()),
-                PublishError::Source(StoreError::NotFound) => ApiError::file_not_found(&req.path),
-                PublishError::Source(other) => ApiError::from_store(other, path.as_str()),
-                PublishError::Target { path, error } => ApiError::from_store(error, path.as_str()),
-            })?;
-        let version = NonZeroU64::new(copy.meta.version).expect("store versions start at 1");
-        let answer = PublishResponse {
-            path: copy.meta.path.clone(),
-            target_agent_id: id.to_owned(),
-            version,
-        };
-        let body = serde_json::to_vec(&answer).expect("wire types always serialize");
-        let mut resp = (StatusCode::OK, body).into_response();
-        resp.headers_mut().insert(CONTENT_TYPE, JSON);
-        Ok(resp)
+        let publication = publication(&*registry, &auth, id, paths).await?;
+        let copy = publication.run(&*state.inner.store).await;
+        let copy = copy.map_err(|e| publish_error(e, id, &req.path))?;
+        Ok(Reply::json(&published(&copy, id)))
     })
     .await
+}
+
+impl PublishBody {
+    /// `path` and `targetPath` as workspace paths (400 naming the field), refusing a
+    /// `targetPath` that holds a secret.
+    fn paths(
+        &self,
+        state: &AppState,
+        owner: &Owner,
+    ) -> Result<(WorkspacePath, Option<WorkspacePath>), ApiError> {
+        let path = WorkspacePath::parse(&self.path).map_err(|e| ApiError::bad_path(&e))?;
+        let target_path = match &self.target_path {
+            None => None,
+            Some(p) => Some(WorkspacePath::parse(p).map_err(|e| {
+                ApiError::validation(format!("invalid targetPath: {e}"))
+                    .with_detail("field", "targetPath")
+            })?),
+        };
+        if let Some(p) = &self.target_path {
+            crate::secrets::refuse_secret(state, owner, "targetPath", p)?;
+        }
+        Ok((path, target_path))
+    }
+}
+
+/// The answer to a publication into agent `id`: the copy's path and version there.
+fn published(copy: &StoredFile, id: &str) -> PublishResponse {
+    PublishResponse {
+        path: copy.meta.path.clone(),
+        target_agent_id: id.to_owned(),
+        version: NonZeroU64::new(copy.meta.version).expect("store versions start at 1"),
+    }
+}
+
+/// What publishing `path` (to `target_path`, if given) into agent `id`'s workspace means for
+/// `caller`: the target is a shared agent the caller may see (approvals are read whatever the
+/// target, so an unapproved agent costs what an unknown one does), the copy lands under its
+/// publish prefix, and a caller working in a shared agent's workspace cannot publish at all.
+async fn publication(
+    registry: &dyn AgentRegistry,
+    caller: &Caller,
+    id: &str,
+    (path, target_path): (WorkspacePath, Option<WorkspacePath>),
+) -> Result<Publication, ApiError> {
+    if works_in_shared(registry, caller).await? {
+        return Err(from_shared());
+    }
+    let approved = approved(registry, &caller.owner).await?;
+    let agent = registry
+        .agent(id)
+        .await
+        .map_err(registry_error)?
+        .filter(|a| a.shared && a.id == id && visible(registry.install_scope(), &approved, a));
+    let target: Option<Owner> = agent
+        .as_ref()
+        .and_then(|_| shared_workspace(id).ok())
+        .map(|w| Owner::new(caller.owner.tenant.clone(), w));
+    Ok(Publication {
+        source: caller.owner.clone(),
+        source_is_shared: false,
+        path,
+        target,
+        target_path,
+        prefix: agent.map(|a| a.publish_prefix).unwrap_or_default(),
+        author: Some(caller.principal.clone()),
+    })
+}
+
+/// A refused or failed publication into agent `id` of the caller's file `path` as the wire
+/// says it.
+fn publish_error(e: PublishError, id: &str, path: &str) -> ApiError {
+    match e {
+        PublishError::SourceIsShared | PublishError::SameWorkspace => from_shared(),
+        PublishError::TargetNotShared => not_shared(id),
+        PublishError::OutsidePrefix { prefix } => outside_prefix(id, &prefix),
+        PublishError::Unplaceable { prefix, error } => ApiError::validation(format!(
+            "without a targetPath the copy of {path:?} lands at {prefix}{path}, which is not a \
+             valid path ({error}); send a targetPath under {prefix}",
+        ))
+        .with_detail("field", "path")
+        .with_detail("allowedPrefix", prefix.as_str()),
+        PublishError::Source(StoreError::NotFound) => ApiError::file_not_found(path),
+        PublishError::Source(other) => ApiError::from_store(other, path),
+        PublishError::Target { path, error } => ApiError::from_store(error, path.as_str()),
+    }
 }

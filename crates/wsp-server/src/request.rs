@@ -1,9 +1,10 @@
-//! Decoding the parts of a request by hand, so every failure becomes a wire envelope.
+//! Decoding the parts of a request (percent-decoding, query parameters, preconditions, the
+//! media type), for the extractors of `extract.rs`; every failure is a wire envelope.
 
 use axum::http::HeaderMap;
 use axum::http::header::{CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
 use wsp_store::Precondition;
-use wsp_types::{ETag, ErrorCode, WorkspacePath, WorkspacePrefix};
+use wsp_types::{ETag, ErrorCode, WorkspacePrefix};
 
 use crate::error::ApiError;
 
@@ -38,13 +39,6 @@ pub fn percent_decode(raw: &str, plus_is_space: bool) -> Result<String, ApiError
 
 fn bad_escape() -> ApiError {
     ApiError::validation("malformed percent-encoding")
-}
-
-/// The workspace path in a request path after `prefix`, decoded once and validated.
-pub fn workspace_path(uri_path: &str, prefix: &str) -> Result<WorkspacePath, ApiError> {
-    let raw = uri_path.strip_prefix(prefix).unwrap_or_default();
-    let decoded = percent_decode(raw, false)?;
-    WorkspacePath::parse(&decoded).map_err(|e| ApiError::bad_path(&e))
 }
 
 /// The decoded query parameters; a repeated name is refused as ambiguous.

@@ -6,22 +6,21 @@
 //! pruning, no new one starts (429 `rate_limited`). Without the bounds, a run between every
 //! two writes would keep every version whatever `maxVersions` says.
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::header::{CONTENT_TYPE, LOCATION};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 use wsp_store::{QuotaExceeded, SnapshotInfo, SnapshotQuota, StoreError};
 use wsp_types::wire::{Run, RunCreate, RunCreated, RunOwner, RunStatus, RunWorkspaceEntry};
-use wsp_types::{ErrorCode, Owner, Scope, WorkspacePrefix};
+use wsp_types::{ErrorCode, Owner, WorkspacePrefix};
 
 use crate::auth::Caller;
 use crate::error::ApiError;
-use crate::files::caller;
-use crate::request::{percent_decode, prefix_param, query_params, require_json};
-use crate::{AppState, JSON, encode};
+use crate::extract::{
+    Authed, JsonBody, ListPrefix, OrWire, Reply, RunId, RunsCreate, RunsRead, SmallLimit, WsPath,
+};
+use crate::fails::{self, Documented, Failure};
+use crate::{AppState, encode};
 
 /// What a run keeps in its snapshot's label.
 #[derive(Debug, Serialize, Deserialize)]
@@ -39,19 +38,11 @@ impl RunLabel {
     }
 }
 
+/// Where a run's status is read (`{RUNS}{runId}`).
 const RUNS: &str = "/v1/runs/";
 
 fn run_not_found(id: &str) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("no run {id:?}"))
-}
-
-/// The run id and the rest of the path after it (`""`, `/cancel`, `/workspace/files/...`).
-fn split_run_path(uri_path: &str) -> (&str, &str) {
-    let rest = uri_path.strip_prefix(RUNS).unwrap_or_default();
-    match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    }
 }
 
 fn valid_run_id(id: &str) -> bool {
@@ -235,13 +226,6 @@ async fn run_document(
     })
 }
 
-fn json(status: StatusCode, value: &impl Serialize) -> Response {
-    let body = serde_json::to_vec(value).expect("wire types always serialize");
-    let mut resp = (status, body).into_response();
-    resp.headers_mut().insert(CONTENT_TYPE, JSON);
-    resp
-}
-
 /// The bounds on a workspace's open runs: `maxOpenRuns` of them, keeping at most
 /// `maxPinnedBytes` of old versions from pruning. Checked by the store in the transaction that
 /// takes the snapshot, so racing requests (on any replica) never open more than the cap.
@@ -261,7 +245,7 @@ fn quota_exceeded(refused: QuotaExceeded) -> ApiError {
             max,
             open,
             format!(
-                "this workspace has {open} open runs, its limit (maxOpenRuns {max}); end one \
+                "this workspace's open runs are at their limit (maxOpenRuns {max}); end one \
                  (POST /v1/runs/{{runId}}/cancel) or wait for one to complete"
             ),
         ),
@@ -282,10 +266,55 @@ fn quota_exceeded(refused: QuotaExceeded) -> ApiError {
         .with_detail("current", current)
 }
 
+/// The workspace's open runs are at a bound.
+const RUN_QUOTA: Failure = fails::fail(
+    ErrorCode::RateLimited,
+    "The workspace has `maxOpenRuns` open runs, or its open runs keep more than \
+     `maxPinnedBytes` of old versions from pruning (`details.limit` names which, `details.max` \
+     its value, `details.current` where the workspace stands); end a run and retry, writes are \
+     never refused for it",
+);
+/// No running run: an ended run's snapshot is gone.
+const RUN_NOT_RUNNING: Failure = fails::fail(
+    ErrorCode::NotFound,
+    "No such running run for this owner; an ended run's snapshot is gone",
+);
+/// No file at the path in the run's snapshot.
+const FILE_NOT_IN_SNAPSHOT: Failure =
+    fails::fail(ErrorCode::NotFound, "No such file in the run's snapshot");
+
+/// The route that starts runs.
+pub(crate) const CREATE: &str = "/v1/runs";
+
+/// The route of one run.
+pub(crate) const RUN: &str = "/v1/runs/{runId}";
+
+/// The route that ends a run.
+pub(crate) const CANCEL: &str = "/v1/runs/{runId}/cancel";
+
+/// The route of a run's files.
+pub(crate) const RUN_FILES: &str = "/v1/runs/{runId}/workspace/files";
+
+/// The route of one file of a run.
+pub(crate) const RUN_FILE: &str = "/v1/runs/{runId}/workspace/files/{*path}";
+
+/// The OpenAPI operation of [`create`] and the failures of its own steps.
+pub(crate) struct CreateRunOp;
+
+impl Documented for CreateRunOp {
+    const OWN: &'static [Failure] = &[
+        fails::SECRET_REFUSED,
+        RUN_QUOTA,
+        fails::NO_SNAPSHOTS,
+        fails::STORE_UNAVAILABLE,
+    ];
+}
+
 /// `POST /v1/runs`: takes the snapshot now.
 #[utoipa::path(
     post,
-    path = "/v1/runs",
+    impl_for = CreateRunOp,
+    path = CREATE,
     tag = "runs",
     operation_id = "createRun",
     summary = "Start a run: pin an immutable snapshot of the caller's workspace",
@@ -293,39 +322,14 @@ fn quota_exceeded(refused: QuotaExceeded) -> ApiError {
     security(("bearerAuth" = [])),
     responses(
         (status = 201, description = "The run; its snapshot is taken.", body = ref("#/components/schemas/RunCreated")),
-        (status = 400, description = "Invalid body (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `runs:create` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 415, description = "The body is not `application/json`.", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 429, description = "The workspace has `maxOpenRuns` open runs, or its open runs keep more than `maxPinnedBytes` of old versions from pruning (`rate_limited`; `details.limit` names which, `details.max` its value, `details.current` where the workspace stands). End a run and retry; writes are never refused for it.", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 501, description = "The host's store has no snapshots (`capability_not_provided`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
-    let caller: Caller = caller(&state, &headers, Scope::RunsCreate).await?;
-    require_json(&headers)?;
-    let raw = crate::files::read_body(&headers, body, 64 * 1024).await?;
-    let request: RunCreate = serde_json::from_slice(&raw)
-        .map_err(|e| ApiError::validation(format!("invalid run request: {e}")))?;
-    let workflow_id = request.workflow_id.to_string();
-    crate::secrets::refuse_secret(&state, &caller.owner, "workflowId", &workflow_id)?;
-    let label = RunLabel {
-        workflow_id,
-        principal: caller.principal.clone(),
-        ttl_seconds: state.inner.config.run_ttl.as_secs(),
-    };
-    let label = serde_json::to_string(&label).expect("labels serialize");
-    let info = state
-        .inner
-        .store
-        .snapshot_within(&caller.owner, &label, run_quota(&state.inner.config))
-        .await
-        .map_err(|e| ApiError::from_store(e, "runs"))?
-        .map_err(quota_exceeded)?;
+    auth: Authed<RunsCreate>,
+    body: JsonBody<RunCreate, SmallLimit>,
+) -> Result<Reply, ApiError> {
+    let info = start(&state, &auth, body.value.workflow_id.to_string()).await?;
     let status_url = format!("{RUNS}{}", info.id);
     let created = RunCreated {
         events_url: format!("/v1/host/workspace/events?since={}", info.seq),
@@ -333,17 +337,49 @@ pub async fn create(
         status: RunStatus::Running,
         status_url: Some(status_url.clone()),
     };
-    let mut resp = json(StatusCode::CREATED, &created);
-    if let Ok(v) = HeaderValue::from_str(&status_url) {
-        resp.headers_mut().insert(LOCATION, v);
-    }
-    Ok(resp)
+    Ok(Reply::json(&created)
+        .status(StatusCode::CREATED)
+        .location(&status_url))
+}
+
+/// Takes the snapshot of a new run of `workflow_id` for `caller`, its metadata in the label,
+/// within the workspace's run quota (429).
+async fn start(
+    state: &AppState,
+    caller: &Caller,
+    workflow_id: String,
+) -> Result<SnapshotInfo, ApiError> {
+    crate::secrets::refuse_secret(state, &caller.owner, "workflowId", &workflow_id)?;
+    let label = RunLabel {
+        workflow_id,
+        principal: caller.principal.clone(),
+        ttl_seconds: state.inner.config.run_ttl.as_secs(),
+    };
+    let label = serde_json::to_string(&label).expect("labels serialize");
+    let quota = run_quota(&state.inner.config);
+    let taken = state
+        .inner
+        .store
+        .snapshot_within(&caller.owner, &label, quota);
+    taken.await.or_wire("runs")?.map_err(quota_exceeded)
+}
+
+/// The OpenAPI operation of [`get_run`] and the failures of its own steps.
+pub(crate) struct GetRunOp;
+
+impl Documented for GetRunOp {
+    const OWN: &'static [Failure] = &[
+        fails::RUN_NOT_FOUND,
+        fails::NO_SNAPSHOTS,
+        fails::STORE_UNAVAILABLE,
+    ];
 }
 
 /// `GET /v1/runs/{runId}`
 #[utoipa::path(
     get,
-    path = "/v1/runs/{runId}",
+    impl_for = GetRunOp,
+    path = RUN,
     tag = "runs",
     operation_id = "getRun",
     summary = "A run, its status and the files its snapshot holds",
@@ -351,29 +387,34 @@ pub async fn create(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The run.", body = ref("#/components/schemas/Run")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `runs:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such run for this owner (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn get_run(
+pub(crate) async fn get_run(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::RunsRead).await?;
-    let (id, _) = split_run_path(uri.path());
-    let (info, label) = load(&state, &caller.owner, id).await?;
-    Ok(json(
-        StatusCode::OK,
-        &run_document(&state, &caller.owner, &info, label).await?,
-    ))
+    auth: Authed<RunsRead>,
+    RunId(id): RunId,
+) -> Result<Reply, ApiError> {
+    let (info, label) = load(&state, &auth.owner, &id).await?;
+    let run = run_document(&state, &auth.owner, &info, label).await?;
+    Ok(Reply::json(&run))
+}
+
+/// The OpenAPI operation of [`cancel`] and the failures of its own steps.
+pub(crate) struct CancelRunOp;
+
+impl Documented for CancelRunOp {
+    const OWN: &'static [Failure] = &[
+        fails::RUN_NOT_FOUND,
+        fails::NO_SNAPSHOTS,
+        fails::STORE_UNAVAILABLE,
+    ];
 }
 
 /// `POST /v1/runs/{runId}/cancel`: ends the run and releases its snapshot.
 #[utoipa::path(
     post,
-    path = "/v1/runs/{runId}/cancel",
+    impl_for = CancelRunOp,
+    path = CANCEL,
     tag = "runs",
     operation_id = "cancelRun",
     summary = "End a run and release its snapshot",
@@ -381,39 +422,43 @@ pub async fn get_run(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The run, ended (`cancelled`, or `completed` if it had already ended).", body = ref("#/components/schemas/Run")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `runs:create` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such run for this owner (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn cancel(
+pub(crate) async fn cancel(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::RunsCreate).await?;
-    let (id, _) = split_run_path(uri.path());
-    let (info, label) = load(&state, &caller.owner, id).await?;
+    auth: Authed<RunsCreate>,
+    RunId(id): RunId,
+) -> Result<Reply, ApiError> {
+    let (info, label) = load(&state, &auth.owner, &id).await?;
     let info = if info.released.is_none() {
-        state
+        let released = state
             .inner
             .store
-            .release_snapshot(&caller.owner, id, "cancelled")
-            .await
-            .map_err(|e| map(e, id))?
+            .release_snapshot(&auth.owner, &id, "cancelled");
+        released.await.map_err(|e| map(e, &id))?
     } else {
         info
     };
-    Ok(json(
-        StatusCode::OK,
-        &run_document(&state, &caller.owner, &info, label).await?,
-    ))
+    let run = run_document(&state, &auth.owner, &info, label).await?;
+    Ok(Reply::json(&run))
+}
+
+/// The OpenAPI operation of [`list_files`] and the failures of its own steps.
+pub(crate) struct ListRunFilesOp;
+
+impl Documented for ListRunFilesOp {
+    const OWN: &'static [Failure] = &[
+        RUN_NOT_RUNNING,
+        fails::NO_SNAPSHOTS,
+        fails::STORE_UNAVAILABLE,
+    ];
 }
 
 /// `GET /v1/runs/{runId}/workspace/files` (extension): the snapshot's files.
 #[utoipa::path(
     get,
-    path = "/v1/runs/{runId}/workspace/files",
+    impl_for = ListRunFilesOp,
+    path = RUN_FILES,
     tag = "runs",
     operation_id = "listRunWorkspaceFiles",
     summary = "List the files of a run's snapshot (wsp extension)",
@@ -424,40 +469,42 @@ pub async fn cancel(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The snapshot's files, as of the run's start.", body = ref("#/components/schemas/WorkspaceFileList")),
-        (status = 400, description = "Invalid prefix (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `runs:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such running run for this owner (`not_found`); an ended run's snapshot is gone.", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn list_files(
+pub(crate) async fn list_files(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::RunsRead).await?;
-    let (id, rest) = split_run_path(uri.path());
-    let prefix: WorkspacePrefix = prefix_param(&query_params(uri.query())?)?;
-    if rest != "/workspace/files" {
-        return Err(ApiError::new(
-            ErrorCode::NotFound,
-            format!("no route for {}", uri.path()),
-        ));
-    }
-    let (info, _) = load(&state, &caller.owner, id).await?;
+    auth: Authed<RunsRead>,
+    RunId(id): RunId,
+    ListPrefix(prefix): ListPrefix,
+) -> Result<Reply, ApiError> {
+    let (info, _) = load(&state, &auth.owner, &id).await?;
     let files = state
         .inner
         .store
-        .list_at(&caller.owner, &info.id, &prefix)
-        .await
-        .map_err(|e| map(e, id))?;
-    Ok(json_bytes(encode::file_list(files)))
+        .list_at(&auth.owner, &info.id, &prefix)
+        .await;
+    Ok(Reply::encoded(encode::file_list(
+        files.map_err(|e| map(e, &id))?,
+    )))
+}
+
+/// The OpenAPI operation of [`get_file`] and the failures of its own steps.
+pub(crate) struct GetRunFileOp;
+
+impl Documented for GetRunFileOp {
+    const OWN: &'static [Failure] = &[
+        RUN_NOT_RUNNING,
+        FILE_NOT_IN_SNAPSHOT,
+        fails::NO_SNAPSHOTS,
+        fails::STORE_UNAVAILABLE,
+    ];
 }
 
 /// `GET /v1/runs/{runId}/workspace/files/{path}` (extension): one file as the run sees it.
 #[utoipa::path(
     get,
-    path = "/v1/runs/{runId}/workspace/files/{path}",
+    impl_for = GetRunFileOp,
+    path = RUN_FILE,
     tag = "runs",
     operation_id = "getRunWorkspaceFile",
     summary = "Read a file of a run's snapshot (wsp extension)",
@@ -468,43 +515,17 @@ pub async fn list_files(
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The file as of the run's start.", body = ref("#/components/schemas/WorkspaceFile")),
-        (status = 400, description = "Invalid path (`validation_error`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 401, description = "No or unknown credential (`unauthenticated`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 403, description = "The credential lacks `runs:read` (`forbidden`).", body = ref("#/components/schemas/ErrorEnvelope")),
-        (status = 404, description = "No such run, or no such file in its snapshot (`not_found`).", body = ref("#/components/schemas/ErrorEnvelope")),
     ),
 )]
-pub async fn get_file(
+pub(crate) async fn get_file(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Result<Response, ApiError> {
-    let caller = caller(&state, &headers, Scope::RunsRead).await?;
-    let (id, rest) = split_run_path(uri.path());
-    let raw = rest.strip_prefix("/workspace/files/").ok_or_else(|| {
-        ApiError::new(ErrorCode::NotFound, format!("no route for {}", uri.path()))
-    })?;
-    let path = wsp_types::WorkspacePath::parse(&percent_decode(raw, false)?)
-        .map_err(|e| ApiError::bad_path(&e))?;
-    let (info, _) = load(&state, &caller.owner, id).await?;
-    let file = state
-        .inner
-        .store
-        .get_at(&caller.owner, &info.id, &path)
-        .await
-        .map_err(|e| ApiError::from_store(e, path.as_str()))?;
-    let etag = file.meta.etag.as_str().to_owned();
-    let mut resp = json_bytes(encode::file(file));
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        resp.headers_mut().insert(axum::http::header::ETAG, v);
-    }
-    Ok(resp)
-}
-
-fn json_bytes(body: Vec<u8>) -> Response {
-    let mut resp = (StatusCode::OK, body).into_response();
-    resp.headers_mut().insert(CONTENT_TYPE, JSON);
-    resp
+    auth: Authed<RunsRead>,
+    RunId(id): RunId,
+    WsPath(path): WsPath,
+) -> Result<Reply, ApiError> {
+    let (info, _) = load(&state, &auth.owner, &id).await?;
+    let file = state.inner.store.get_at(&auth.owner, &info.id, &path).await;
+    Ok(crate::files::file_reply(file.or_wire(path.as_str())?))
 }
 
 #[cfg(test)]
@@ -530,12 +551,6 @@ mod tests {
 
     #[test]
     fn run_paths() {
-        assert_eq!(split_run_path("/v1/runs/abc"), ("abc", ""));
-        assert_eq!(split_run_path("/v1/runs/abc/cancel"), ("abc", "/cancel"));
-        assert_eq!(
-            split_run_path("/v1/runs/abc/workspace/files/a/b.md"),
-            ("abc", "/workspace/files/a/b.md")
-        );
         assert!(valid_run_id(&"a".repeat(32)));
         assert!(!valid_run_id(&"A".repeat(32)));
         assert!(!valid_run_id("abc"));

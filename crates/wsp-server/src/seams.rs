@@ -1,15 +1,12 @@
 //! The conformance test seam (WIRE.md §9): off unless the server starts with it enabled.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use serde::Deserialize;
-use wsp_store::{FileWrite, Precondition};
-use wsp_types::{ETag, Owner, WorkspacePrefix};
+use wsp_store::{FileWrite, Precondition, WorkspaceStore};
+use wsp_types::{ETag, Owner, WorkspacePath, WorkspacePrefix};
 
-use crate::auth::authenticate;
 use crate::error::ApiError;
+use crate::extract::{AnyScope, Authed, JsonBody, OrWire, Reply};
 use crate::files::parse_path;
 use crate::{AppState, encode};
 
@@ -43,80 +40,88 @@ enum Op {
 /// `POST /v1/host/sample/workspace/op`: runs one store operation for the named owner, with the
 /// same statuses and bodies as the file routes. Needs a valid credential; exists only when the
 /// server was started with test seams enabled.
-pub async fn sample_op(
+pub(crate) async fn sample_op(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    authenticate(&*state.inner.auth, &headers).await?;
-    crate::request::require_json(&headers)?;
-    let op: SampleOp = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::validation(format!("invalid request body: {e}")))?;
-    let owner = Owner::parse(&op.tenant, &op.workspace)
-        .map_err(|e| ApiError::validation(format!("tenant/workspace: {e}")))?;
-    let store = &state.inner.store;
-    let path = || {
-        let raw = op
+    _: Authed<AnyScope>,
+    body: JsonBody<SampleOp>,
+) -> Result<Reply, ApiError> {
+    let op = body.value;
+    let owner = op.owner()?;
+    let store = &*state.inner.store;
+    match op.op {
+        Op::List => list(store, &owner, &op).await,
+        Op::Get => get(store, &owner, &op).await,
+        Op::Put => put(store, &owner, op).await,
+        Op::Delete => delete(store, &owner, &op).await,
+    }
+}
+
+/// The seam's `list`: every live file unless `prefix` narrows it.
+async fn list(store: &dyn WorkspaceStore, owner: &Owner, op: &SampleOp) -> Result<Reply, ApiError> {
+    let prefix = match &op.prefix {
+        Some(p) => WorkspacePrefix::parse(p)
+            .map_err(|e| ApiError::validation(format!("invalid prefix: {e}")))?,
+        None => WorkspacePrefix::all(),
+    };
+    let files = store.list(owner, &prefix).await.or_wire("")?;
+    Ok(Reply::encoded(encode::file_list(files)))
+}
+
+/// The seam's `get`: the live file, or `version` of it.
+async fn get(store: &dyn WorkspaceStore, owner: &Owner, op: &SampleOp) -> Result<Reply, ApiError> {
+    let path = op.path()?;
+    let file = store.get(owner, &path, op.version).await;
+    Ok(Reply::encoded(encode::file(file.or_wire(path.as_str())?)))
+}
+
+/// The seam's `delete`, under `ifMatch` if sent.
+async fn delete(
+    store: &dyn WorkspaceStore,
+    owner: &Owner,
+    op: &SampleOp,
+) -> Result<Reply, ApiError> {
+    let path = op.path()?;
+    let deleted = store.delete(owner, &path, op.precondition()).await;
+    deleted.or_wire(path.as_str())?;
+    Ok(Reply::no_content())
+}
+
+/// The seam's `put`: `content` is required, the media type defaults to `text/markdown`.
+async fn put(store: &dyn WorkspaceStore, owner: &Owner, op: SampleOp) -> Result<Reply, ApiError> {
+    let path = op.path()?;
+    let pre = op.precondition();
+    let content = op
+        .content
+        .ok_or_else(|| ApiError::validation("content is required"))?;
+    let write = FileWrite {
+        content,
+        content_type: op.content_type.unwrap_or_else(|| "text/markdown".into()),
+        author: Some("test-seam".into()),
+    };
+    let file = store.put(owner, &path, write, pre).await;
+    Ok(Reply::encoded(encode::file(file.or_wire(path.as_str())?)))
+}
+
+impl SampleOp {
+    /// The owner the operation runs for.
+    fn owner(&self) -> Result<Owner, ApiError> {
+        Owner::parse(&self.tenant, &self.workspace)
+            .map_err(|e| ApiError::validation(format!("tenant/workspace: {e}")))
+    }
+
+    /// The operation's path, required and checked the way the file routes check one.
+    fn path(&self) -> Result<WorkspacePath, ApiError> {
+        let raw = self
             .path
             .as_deref()
             .ok_or_else(|| ApiError::validation("path is required"))?;
         parse_path(raw)
-    };
-    let pre = op.if_match.as_ref().map_or(Precondition::None, |t| {
-        Precondition::IfMatch(vec![ETag::from_wire(t.clone())])
-    });
-    let ok = |body: Vec<u8>| {
-        (
-            StatusCode::OK,
-            [(axum::http::header::CONTENT_TYPE, crate::JSON)],
-            body,
-        )
-            .into_response()
-    };
-    match op.op {
-        Op::List => {
-            let prefix = match &op.prefix {
-                Some(p) => WorkspacePrefix::parse(p)
-                    .map_err(|e| ApiError::validation(format!("invalid prefix: {e}")))?,
-                None => WorkspacePrefix::all(),
-            };
-            let files = store
-                .list(&owner, &prefix)
-                .await
-                .map_err(|e| ApiError::from_store(e, ""))?;
-            Ok(ok(encode::file_list(files)))
-        }
-        Op::Get => {
-            let path = path()?;
-            let file = store
-                .get(&owner, &path, op.version)
-                .await
-                .map_err(|e| ApiError::from_store(e, path.as_str()))?;
-            Ok(ok(encode::file(file)))
-        }
-        Op::Put => {
-            let path = path()?;
-            let content = op
-                .content
-                .ok_or_else(|| ApiError::validation("content is required"))?;
-            let write = FileWrite {
-                content,
-                content_type: op.content_type.unwrap_or_else(|| "text/markdown".into()),
-                author: Some("test-seam".into()),
-            };
-            let file = store
-                .put(&owner, &path, write, pre)
-                .await
-                .map_err(|e| ApiError::from_store(e, path.as_str()))?;
-            Ok(ok(encode::file(file)))
-        }
-        Op::Delete => {
-            let path = path()?;
-            store
-                .delete(&owner, &path, pre)
-                .await
-                .map_err(|e| ApiError::from_store(e, path.as_str()))?;
-            Ok(StatusCode::NO_CONTENT.into_response())
-        }
+    }
+
+    /// `ifMatch` as a precondition (none when absent).
+    fn precondition(&self) -> Precondition {
+        self.if_match.as_ref().map_or(Precondition::None, |t| {
+            Precondition::IfMatch(vec![ETag::from_wire(t.clone())])
+        })
     }
 }

@@ -2,6 +2,9 @@
 //! of a request carries it. Content is redacted; a path, a media type, an `Idempotency-Key`, a
 //! run's `workflowId` and a publish `targetPath` carrying one are refused with 400, the field
 //! named and the secret never echoed. Normalization forms of a secret count as the secret.
+//!
+//! The logs checked are every log line of this process, caught by a process-wide subscriber:
+//! that is why this file is a test binary of its own and not a module of `tests/it/`.
 
 mod support;
 
@@ -360,13 +363,10 @@ async fn publishing_host() -> PublishingHost {
         .unwrap(),
     )]));
     let store = Arc::new(MemoryStore::default());
-    let state = AppState::with_secrets(
-        store.clone(),
-        Arc::new(KeyAuthenticator::new(registry)),
-        Arc::new(secrets),
-        ServerConfig::default(),
-    )
-    .with_agents(Arc::new(ConfigAgentRegistry::from_config(&agents).unwrap()));
+    let state = AppState::builder(store.clone(), Arc::new(KeyAuthenticator::new(registry)))
+        .secrets(Arc::new(secrets))
+        .agents(Arc::new(ConfigAgentRegistry::from_config(&agents).unwrap()))
+        .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();

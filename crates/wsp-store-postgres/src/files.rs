@@ -20,8 +20,9 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
-use wsp_store::{Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError, new_life_id};
-use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+use wsp_store::write::{self, Current, PutDecision, StoredColumns, prefix_end, stored_life};
+use wsp_store::{Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError};
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::failure::Failure;
 use crate::listener::notify_expression;
@@ -366,24 +367,7 @@ pub(crate) async fn history(
     rows.iter().map(|row| meta(row, path.clone())).collect()
 }
 
-/// The state of a path as stored in `wsp_files`.
-struct Current {
-    life: i64,
-    version: i64,
-    live: bool,
-}
-
-impl Current {
-    fn live_etag(&self) -> Option<ETag> {
-        self.live
-            .then(|| ETag::mint(life_id(self.life), self.version as u64))
-    }
-
-    fn live_version(&self) -> u64 {
-        if self.live { self.version as u64 } else { 0 }
-    }
-}
-
+/// The state of a path as stored in `wsp_files`, locked for the rest of the transaction.
 async fn lock_path(
     tx: &deadpool_postgres::Transaction<'_>,
     sql: &FileSql,
@@ -402,18 +386,17 @@ async fn lock_path(
         )
         .await?;
     let Some(row) = row else { return Ok(None) };
-    Ok(Some(Current {
-        life: row.try_get(0)?,
-        version: row.try_get(1)?,
-        live: row.try_get(2)?,
-    }))
+    Ok(Some(Current::from_stored(
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
+    )))
 }
 
 /// What a committed write stored, besides what the caller sent.
 pub(crate) struct Written {
     pub(crate) seq: u64,
-    pub(crate) version: u64,
-    pub(crate) etag: ETag,
+    pub(crate) decided: PutDecision,
     pub(crate) updated_at: DateTime<Utc>,
 }
 
@@ -437,26 +420,17 @@ pub(crate) async fn put(
     let seq: i64 = row.try_get(0)?;
     let live_files: i64 = row.try_get(1)?;
     let state = lock_path(&tx, sql, owner, path).await?;
-    let live = state.as_ref().and_then(Current::live_etag);
     // Returning early drops the transaction, which rolls it back (the bumped `seq` included).
-    if !precondition.admits(live.as_ref()) {
-        return Err(StoreError::Conflict {
-            current_version: state.as_ref().map_or(0, Current::live_version),
-        }
-        .into());
-    }
-    let (life, version, creating) = match &state {
-        Some(s) if s.live => (s.life, s.version + 1, false),
-        _ => (new_life_id() as i64, 1, true),
-    };
-    if creating && live_files as u64 >= limits.max_files {
-        return Err(StoreError::TooLarge {
-            limit: LimitKind::MaxFiles,
-            max: limits.max_files,
-        }
-        .into());
-    }
-    let prune_through = version.saturating_sub(retention.versions);
+    let decided = write::decide_put(
+        state.as_ref(),
+        write,
+        precondition,
+        limits,
+        live_files as u64,
+    )?;
+    let (life, version) = (stored_life(decided.life), decided.version as i64);
+    // The statement binds bigints; a history floor past them is never reached.
+    let prune_through = i64::try_from(decided.history_floor).unwrap_or(i64::MAX);
     let size = i64::try_from(write.content.len()).unwrap_or(i64::MAX);
     let apply = tx.prepare_cached(&sql.apply_write).await?;
     let row = tx
@@ -469,7 +443,7 @@ pub(crate) async fn put(
                 &life,
                 &version,
                 &seq,
-                &i64::from(creating),
+                &i64::from(decided.creates),
                 &prune_through,
                 &write.content_type,
                 &write.author,
@@ -483,8 +457,7 @@ pub(crate) async fn put(
     tx.commit().await.map_err(Failure::Commit)?;
     Ok(Written {
         seq: seq as u64,
-        version: version as u64,
-        etag: ETag::mint(life_id(life), version as u64),
+        decided,
         updated_at,
     })
 }
@@ -506,17 +479,9 @@ pub(crate) async fn delete(
         return Err(StoreError::NotFound.into());
     };
     let seq: i64 = row.try_get(0)?;
-    let state = match lock_path(&tx, sql, owner, path).await? {
-        Some(s) if s.live => s,
-        _ => return Err(StoreError::NotFound.into()),
-    };
-    if !precondition.admits(state.live_etag().as_ref()) {
-        return Err(StoreError::Conflict {
-            current_version: state.live_version(),
-        }
-        .into());
-    }
-    let tombstone = state.version + 1;
+    let state = lock_path(&tx, sql, owner, path).await?;
+    let decided = write::decide_delete(state.as_ref(), precondition)?;
+    let tombstone = decided.tombstone as i64;
     let apply = tx.prepare_cached(&sql.apply_delete).await?;
     tx.execute(
         &apply,
@@ -526,7 +491,7 @@ pub(crate) async fn delete(
             &path.as_str(),
             &tombstone,
             &seq,
-            &state.life,
+            &stored_life(decided.life),
             &retention.feed,
         ],
     )
@@ -542,59 +507,22 @@ pub(crate) async fn delete(
 
 /// Metadata from columns 0..=5: life, version, content_type, author, updated_at, size.
 pub(crate) fn meta(row: &Row, path: WorkspacePath) -> Result<FileMeta, Failure> {
-    let life: i64 = row.try_get(0)?;
-    let version: i64 = row.try_get(1)?;
-    let size: i64 = row.try_get(5)?;
-    Ok(FileMeta {
+    Ok(write::file_meta(
         path,
-        content_type: row.try_get(2)?,
-        version: version as u64,
-        etag: ETag::mint(life_id(life), version as u64),
-        updated_at: row.try_get(4)?,
-        size: size as u64,
-        author: row.try_get(3)?,
-    })
-}
-
-/// A life id as stored (a bigint holds the u64 bit pattern).
-fn life_id(stored: i64) -> u64 {
-    stored as u64
-}
-
-/// The least string greater than every string that starts with `prefix`, when there is one
-/// that is easy to name: `prefix` with its last byte incremented. Prefixes are ASCII
-/// (`WorkspacePrefix` allows `A-Z a-z 0-9 . _ / -`), so the result is ASCII and, under the "C"
-/// collation, `prefix <= path < end` holds exactly for the paths that start with `prefix`.
-pub(crate) fn prefix_end(prefix: &str) -> Option<String> {
-    let last = *prefix.as_bytes().last()?;
-    if last >= 0x7f {
-        return None;
-    }
-    let mut end = prefix[..prefix.len() - 1].to_owned();
-    end.push(char::from(last + 1));
-    Some(end)
+        StoredColumns {
+            life: row.try_get(0)?,
+            version: row.try_get(1)?,
+            content_type: row.try_get(2)?,
+            author: row.try_get(3)?,
+            updated_at: row.try_get(4)?,
+            size: row.try_get(5)?,
+        },
+    ))
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    #[test]
-    fn prefix_ends() {
-        let cases = [
-            ("", None),
-            ("a", Some("b")),
-            ("notes/", Some("notes0")),
-            ("a_", Some("a`")),
-            ("a-", Some("a.")),
-            ("v.", Some("v/")),
-            ("Z", Some("[")),
-            ("9", Some(":")),
-        ];
-        for (prefix, end) in cases {
-            assert_eq!(prefix_end(prefix).as_deref(), end, "{prefix:?}");
-        }
-    }
 
     /// Whether a WHERE clause starts with `[alias.]tenant = $1 AND [alias.]workspace = $2`.
     pub(crate) fn names_the_owner(clause: &str) -> bool {

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 use wsp_store::keys::{KeyRecord, KeyRegistry};
 use wsp_store::{StoreError, StoreFuture};
@@ -21,6 +22,8 @@ const COLUMNS: &str =
 struct KeySql {
     lookup: String,
     insert: String,
+    lock: String,
+    insert_first: String,
     list: String,
     revoke: String,
 }
@@ -33,6 +36,14 @@ impl KeySql {
             )),
             insert: schema.render(&format!(
                 "INSERT INTO {{s}}.wsp_keys ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            )),
+            // Conflicts with itself (and with any insert): one first-key insert at a time,
+            // each seeing what the one before it committed.
+            lock: schema.render("LOCK TABLE {s}.wsp_keys IN SHARE ROW EXCLUSIVE MODE"),
+            insert_first: schema.render(&format!(
+                "INSERT INTO {{s}}.wsp_keys ({COLUMNS})
+                 SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+                 WHERE NOT EXISTS (SELECT 1 FROM {{s}}.wsp_keys)"
             )),
             list: schema.render(&format!(
                 "SELECT {COLUMNS} FROM {{s}}.wsp_keys ORDER BY created_at, id"
@@ -110,6 +121,31 @@ fn record(row: &Row) -> Result<KeyRecord, Failure> {
     })
 }
 
+/// Runs the insert statement `sql` (`$1`..`$9` in [`COLUMNS`] order) for `r`: the rows inserted.
+async fn insert_row(
+    client: &impl GenericClient,
+    sql: &str,
+    r: &KeyRecord,
+) -> Result<u64, tokio_postgres::Error> {
+    let stmt = client.prepare_cached(sql).await?;
+    client
+        .execute(
+            &stmt,
+            &[
+                &r.id,
+                &r.secret_hash.as_slice(),
+                &r.owner.tenant.as_str(),
+                &r.owner.workspace.as_str(),
+                &r.principal,
+                &r.scopes.to_string(),
+                &r.agent,
+                &r.created_at,
+                &r.revoked_at,
+            ],
+        )
+        .await
+}
+
 impl KeyRegistry for PgKeyRegistry {
     fn lookup<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<KeyRecord>> {
         Box::pin(async move {
@@ -126,28 +162,30 @@ impl KeyRegistry for PgKeyRegistry {
     fn insert(&self, r: KeyRecord) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             retrying!(self.db, Attempts::write("key insert"), |client| async {
-                let stmt = client.prepare_cached(&self.sql.insert).await?;
-                client
-                    .execute(
-                        &stmt,
-                        &[
-                            &r.id,
-                            &r.secret_hash.as_slice(),
-                            &r.owner.tenant.as_str(),
-                            &r.owner.workspace.as_str(),
-                            &r.principal,
-                            &r.scopes.to_string(),
-                            &r.agent,
-                            &r.created_at,
-                            &r.revoked_at,
-                        ],
-                    )
+                insert_row(&client, &self.sql.insert, &r)
                     .await
                     // One statement in autocommit: once sent, it may have committed, and a
                     // second try would fail on the duplicate id.
                     .map_err(Failure::Commit)?;
                 Ok::<(), Failure>(())
             })
+        })
+    }
+
+    fn insert_first(&self, r: KeyRecord) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            retrying!(
+                self.db,
+                Attempts::write("first key insert"),
+                |client| async {
+                    let tx = client.transaction().await?;
+                    tx.batch_execute(&self.sql.lock).await?;
+                    let stored = insert_row(&tx, &self.sql.insert_first, &r).await?;
+                    // Once sent, the commit may have happened: not retried.
+                    tx.commit().await.map_err(Failure::Commit)?;
+                    Ok::<bool, Failure>(stored == 1)
+                }
+            )
         })
     }
 

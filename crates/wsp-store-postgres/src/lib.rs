@@ -455,6 +455,31 @@ impl PgStore {
     pub fn schema(&self) -> &str {
         self.inner.db.schema().as_str()
     }
+
+    /// How this replica's connection pool stands now (shared with its key registry and
+    /// approvals; the change-feed listener's own connection is not in it).
+    pub fn pool_status(&self) -> PoolStatus {
+        let status = self.inner.db.pool.status();
+        PoolStatus {
+            max: status.max_size,
+            open: status.size,
+            idle: status.available,
+            waiting: status.waiting,
+        }
+    }
+}
+
+/// A moment's view of a [`PgStore`]'s connection pool ([`PgStore::pool_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolStatus {
+    /// Most connections the pool opens ([`PgOptions::max_connections`]).
+    pub max: usize,
+    /// Connections open now, idle or in use.
+    pub open: usize,
+    /// Open connections that no call is using.
+    pub idle: usize,
+    /// Calls waiting for a connection.
+    pub waiting: usize,
 }
 
 impl WorkspaceStore for PgStore {
@@ -538,24 +563,7 @@ impl WorkspaceStore for PgStore {
                 &precondition
             ))?;
             inner.notify(owner, written.seq);
-            let size = write.content.len() as u64;
-            let FileWrite {
-                content,
-                content_type,
-                author,
-            } = write;
-            Ok(StoredFile {
-                meta: FileMeta {
-                    path: path.clone(),
-                    content_type,
-                    version: written.version,
-                    etag: written.etag,
-                    updated_at: written.updated_at,
-                    size,
-                    author,
-                },
-                content,
-            })
+            Ok(written.decided.stored_file(path, write, written.updated_at))
         })
     }
 
@@ -653,6 +661,15 @@ impl WorkspaceStore for PgStore {
         Box::pin(async move {
             retrying!(inner.db, Attempts::read("open snapshots"), |client| {
                 snapshots::open_before(&client, &inner.snapshots, cutoff, limit)
+            })
+        })
+    }
+
+    fn count_open_snapshots(&self) -> StoreFuture<'_, u64> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("count open snapshots"), |client| {
+                snapshots::count_open(&client, &inner.snapshots)
             })
         })
     }

@@ -1,7 +1,8 @@
 //! The database schema: the schema name, versioned migrations and their runner.
 //!
 //! Applied migrations are rows of `wsp_schema_migrations`; [`MIGRATIONS`]`[n]` takes a schema
-//! from version `n` to `n + 1`. Future migrations are appended, never edited. The runner holds a
+//! from version `n` to `n + 1`. Future migrations are appended, never edited (`migrations.sha256`
+//! holds the checksum of each, and a test fails when one differs). The runner holds a
 //! transaction-scoped advisory lock, so replicas starting at once migrate one after the other and
 //! each migration runs exactly once.
 
@@ -344,6 +345,16 @@ mod tests {
             &"a".repeat(64),
         ] {
             assert!(SchemaName::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The committed checksums match every migration: an applied one was not edited.
+    #[test]
+    fn applied_migrations_are_never_edited() {
+        let sql: Vec<&str> = MIGRATIONS.iter().map(|m| m.sql).collect();
+        let committed = include_str!("../migrations.sha256");
+        if let Err(e) = wsp_store::migrations::verify("schema", &sql, committed) {
+            panic!("{e}");
         }
     }
 

@@ -10,6 +10,7 @@
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Client, GenericClient};
 use tokio_postgres::Row;
+use wsp_store::write::prefix_end;
 use wsp_store::{
     ChangeEvent, ChangePage, FileMeta, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage,
     StoreError, new_snapshot_id,
@@ -17,7 +18,7 @@ use wsp_store::{
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::failure::Failure;
-use crate::files::{Retention, meta, prefix_end};
+use crate::files::{Retention, meta};
 use crate::schema::SchemaName;
 
 /// Pins the owner's current sequence number (creating the owner row at 0 when it has none).
@@ -84,6 +85,10 @@ const OPEN_BEFORE: &str = "
     WHERE released_at IS NULL AND created_at < $1
     ORDER BY created_at, id
     LIMIT $2";
+
+/// How many snapshots are open, over every owner.
+const COUNT_OPEN: &str = "
+    SELECT count(*) FROM {s}.wsp_snapshots WHERE released_at IS NULL";
 
 /// Deletes the records of snapshots released before `$1`, oldest release first, `$2` at most.
 const FORGET_RELEASED: &str = "
@@ -175,6 +180,7 @@ pub(crate) struct SnapshotSql {
     insert_snapshot: String,
     info: String,
     open_before: String,
+    count_open: String,
     forget_released: String,
     lock_owner: String,
     release: String,
@@ -195,6 +201,7 @@ impl SnapshotSql {
             insert_snapshot: schema.render(INSERT_SNAPSHOT),
             info: schema.render(INFO),
             open_before: schema.render(OPEN_BEFORE),
+            count_open: schema.render(COUNT_OPEN),
             forget_released: schema.render(FORGET_RELEASED),
             lock_owner: schema.render(LOCK_OWNER),
             release: schema.render(RELEASE),
@@ -206,8 +213,8 @@ impl SnapshotSql {
         }
     }
 
-    /// Every statement that serves an owner, for tests (`open_before` and `forget_released` are
-    /// housekeeping across owners).
+    /// Every statement that serves an owner, for tests (`open_before`, `count_open` and
+    /// `forget_released` are housekeeping across owners).
     #[cfg(test)]
     pub(crate) fn all(&self) -> [&str; 12] {
         [
@@ -366,6 +373,13 @@ pub(crate) async fn open_before(
             Ok((owner, info(id, row)?))
         })
         .collect()
+}
+
+/// How many snapshots are open, over every owner.
+pub(crate) async fn count_open(client: &Client, sql: &SnapshotSql) -> Result<u64, Failure> {
+    let stmt = client.prepare_cached(&sql.count_open).await?;
+    let open: i64 = client.query_one(&stmt, &[]).await?.try_get(0)?;
+    Ok(u64::try_from(open).unwrap_or_default())
 }
 
 /// Deletes the records of snapshots released before `cutoff`, at most `limit`; how many.

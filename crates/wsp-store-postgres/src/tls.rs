@@ -220,22 +220,10 @@ fn take_tls_params(conn: &str) -> Result<(String, TlsParams), ConnectError> {
 
 /// Decodes `%XX` escapes (as tokio-postgres does for URL parts).
 fn percent_decode(raw: &str) -> Result<String, ConnectError> {
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(hex) = raw.get(i + 1..i + 3)
-            && let Ok(byte) = u8::from_str_radix(hex, 16)
-        {
-            out.push(byte);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| invalid("a parameter is not UTF-8 once decoded".into()))
+    percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map(|text| text.into_owned())
+        .map_err(|_| invalid("a parameter is not UTF-8 once decoded".into()))
 }
 
 /// One `key=value` pair of a keyword/value string: the key, the value unquoted, and the byte
@@ -686,6 +674,18 @@ pub(crate) fn failure(e: &tokio_postgres::Error) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parameters_are_percent_decoded_once() {
+        assert_eq!(
+            percent_decode("%2Fetc%2Fca%20x.pem").unwrap(),
+            "/etc/ca x.pem"
+        );
+        assert_eq!(percent_decode("a%252F").unwrap(), "a%2F");
+        assert_eq!(percent_decode("bad%zz%2").unwrap(), "bad%zz%2");
+        assert_eq!(percent_decode("caf%C3%A9").unwrap(), "café");
+        assert!(percent_decode("%FF").is_err(), "not UTF-8 once decoded");
+    }
 
     fn taken(conn: &str) -> (String, TlsParams) {
         take_tls_params(conn).unwrap()

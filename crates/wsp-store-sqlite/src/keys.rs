@@ -10,7 +10,12 @@ use wsp_types::{Owner, Scopes};
 
 use crate::side_file::SideFile;
 
-const SCHEMA: &str = "
+/// Every migration of the keys file, in order (see `SideFile::open`); appended, never edited
+/// (`migrations.sha256` holds their checksums). Version 1 is the table the file always had, so
+/// a file created before it was versioned adopts it unchanged.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // 1: the keys table.
+    "
 CREATE TABLE IF NOT EXISTS keys (
     id          TEXT PRIMARY KEY,
     secret_hash BLOB NOT NULL,
@@ -22,7 +27,8 @@ CREATE TABLE IF NOT EXISTS keys (
     created_at  TEXT NOT NULL,
     revoked_at  TEXT
 ) STRICT;
-";
+",
+];
 
 /// A [`KeyRegistry`] in its own SQLite file. Another process (`wsp keys create`) may add keys
 /// while a server runs; each lookup reads the file, so a new key works at once.
@@ -85,7 +91,7 @@ impl SqliteKeyRegistry {
     pub fn open(path: &Path) -> Result<Self, crate::OpenError> {
         crate::create_private(path);
         Ok(Self {
-            file: SideFile::open(path, SCHEMA, "key registry")?,
+            file: SideFile::open(path, MIGRATIONS, "key registry")?,
         })
     }
 
@@ -95,6 +101,25 @@ impl SqliteKeyRegistry {
     ) -> StoreFuture<'_, T> {
         self.file.run(f)
     }
+}
+
+/// `INSERT INTO keys (...) <source>` with `r` bound to `?1`..`?9`: the rows inserted.
+fn insert_row(c: &Connection, r: &KeyRecord, source: &str) -> Result<usize, StoreError> {
+    c.execute(
+        &format!("INSERT INTO keys ({COLUMNS}) {source}"),
+        params![
+            r.id,
+            r.secret_hash.as_slice(),
+            r.owner.tenant.as_str(),
+            r.owner.workspace.as_str(),
+            r.principal,
+            r.scopes.to_string(),
+            r.agent,
+            r.created_at.to_rfc3339(),
+            r.revoked_at.map(|t| t.to_rfc3339()),
+        ],
+    )
+    .map_err(internal)
 }
 
 impl KeyRegistry for SqliteKeyRegistry {
@@ -111,24 +136,21 @@ impl KeyRegistry for SqliteKeyRegistry {
 
     fn insert(&self, r: KeyRecord) -> StoreFuture<'_, ()> {
         self.run(move |c| {
-            c.execute(
-                &format!(
-                    "INSERT INTO keys ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-                ),
-                params![
-                    r.id,
-                    r.secret_hash.as_slice(),
-                    r.owner.tenant.as_str(),
-                    r.owner.workspace.as_str(),
-                    r.principal,
-                    r.scopes.to_string(),
-                    r.agent,
-                    r.created_at.to_rfc3339(),
-                    r.revoked_at.map(|t| t.to_rfc3339()),
-                ],
-            )
-            .map_err(internal)?;
+            insert_row(c, &r, "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")?;
             Ok(())
+        })
+    }
+
+    fn insert_first(&self, r: KeyRecord) -> StoreFuture<'_, bool> {
+        // One write statement, which takes the file's write lock before it reads: no other
+        // writer, in this process or another, can insert between the check and the insert.
+        self.run(move |c| {
+            let stored = insert_row(
+                c,
+                &r,
+                "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9 WHERE NOT EXISTS (SELECT 1 FROM keys)",
+            )?;
+            Ok(stored == 1)
         })
     }
 
@@ -168,42 +190,23 @@ mod tests {
     use super::*;
     use wsp_store::keys::ApiKey;
 
+    /// What the shared suite (`tests/it/registries.rs`) does not check: the file never holds
+    /// the plaintext secret.
     #[tokio::test]
-    async fn records_round_trip_across_handles() {
+    async fn the_file_holds_no_plaintext_secret() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("keys.sqlite3");
-        let a = SqliteKeyRegistry::open(&file).unwrap();
-        let b = SqliteKeyRegistry::open(&file).unwrap();
+        let registry = SqliteKeyRegistry::open(&file).unwrap();
         let key = ApiKey::generate();
-        let mut record = KeyRecord::new(
+        let record = KeyRecord::new(
             &key,
             Owner::parse("t", "w").unwrap(),
             "alice".into(),
             Scopes::parse("workspace:read").unwrap(),
         );
-        record.agent = Some("acme.reviewer".into());
-        a.insert(record.clone()).await.unwrap();
-        // Another handle (another process in practice) sees the new key at once.
-        let found = b.lookup(key.id()).await.unwrap().unwrap();
-        assert_eq!(found.secret_hash, record.secret_hash);
-        assert_eq!(found.owner, record.owner);
-        assert_eq!(found.scopes, record.scopes);
-        assert_eq!(found.agent, record.agent);
-        assert!(key.verify(&found.secret_hash));
-        assert_eq!(b.lookup("000000000000").await.unwrap(), None);
-        assert_eq!(b.list().await.unwrap().len(), 1);
-        b.revoke(key.id()).await.unwrap();
-        assert!(
-            a.lookup(key.id())
-                .await
-                .unwrap()
-                .unwrap()
-                .revoked_at
-                .is_some()
-        );
-        assert_eq!(a.revoke("000000000000").await, Err(StoreError::NotFound));
+        registry.insert(record).await.unwrap();
         // The file never holds the plaintext secret.
-        drop((a, b));
+        drop(registry);
         let bytes = std::fs::read(&file).unwrap();
         let secret = key.expose();
         let secret = secret.rsplit('_').next().unwrap().as_bytes();

@@ -93,8 +93,8 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::broadcast;
 use wsp_store::{
-    ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
+    ChangeNotice, ChangePage, CommitObserver, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
+    Limits, Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
     StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
@@ -246,6 +246,8 @@ impl Policy {
 pub(crate) struct Committed<T> {
     pub(crate) value: T,
     pub(crate) seq: u64,
+    /// How long `COMMIT` took: writing the WAL frames and syncing them.
+    pub(crate) commit_time: Duration,
 }
 
 /// A [`WorkspaceStore`] in one SQLite database file.
@@ -265,6 +267,8 @@ struct Shared {
     announced: std::sync::Mutex<watch::Announced>,
     /// The watcher of other processes' commits, while anyone subscribes.
     watcher: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Told of every commit of a write or delete ([`SqliteStore::observe_commits`]).
+    commits: std::sync::OnceLock<Arc<dyn CommitObserver>>,
     // Dropped before the writer, so that the writer closes last and its close checkpoints the
     // WAL into the database file and removes it.
     readers: ReaderPool,
@@ -318,6 +322,7 @@ impl SqliteStore {
                 notices: broadcast::channel(NOTICE_BUFFER).0,
                 announced: std::sync::Mutex::default(),
                 watcher: std::sync::Mutex::default(),
+                commits: std::sync::OnceLock::new(),
                 readers: ReaderPool::new(readers),
                 writer: Arc::new(tokio::sync::Mutex::new(writer)),
             }),
@@ -327,6 +332,14 @@ impl SqliteStore {
     /// The database file this store was opened on.
     pub fn path(&self) -> &Path {
         &self.shared.path
+    }
+
+    /// Tells `observer` of every commit of a write or delete through this store and its
+    /// clones from now on: the changes it held and how long `COMMIT` took (with
+    /// `synchronous=FULL`, writing the WAL frames and syncing them to disk). Only the first
+    /// observer set is kept; `false` when one was already set.
+    pub fn observe_commits(&self, observer: Arc<dyn CommitObserver>) -> bool {
+        self.shared.commits.set(observer).is_ok()
     }
 
     /// Runs `read` on a pooled read-only connection, off the async threads.
@@ -364,7 +377,15 @@ impl SqliteStore {
     {
         let (shared, owner) = (Arc::clone(&self.shared), owner.clone());
         self.write(move |conn, policy| {
-            let Committed { value, seq } = change(conn, policy)?;
+            let Committed {
+                value,
+                seq,
+                commit_time,
+            } = change(conn, policy)?;
+            if let Some(observer) = shared.commits.get() {
+                // One change per commit: every write or delete is its own transaction.
+                observer.committed(1, commit_time);
+            }
             // Sent after COMMIT returned and under the writer lock, so notices arrive in
             // sequence order and never announce a change that could still roll back. No
             // receiver is fine: nobody is watching.
@@ -526,6 +547,10 @@ impl WorkspaceStore for SqliteStore {
         limit: usize,
     ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
         self.read(move |conn| snapshots::open_before(conn, cutoff, limit))
+    }
+
+    fn count_open_snapshots(&self) -> StoreFuture<'_, u64> {
+        self.read(snapshots::count_open)
     }
 
     fn forget_released_snapshots<'a>(

@@ -1,7 +1,8 @@
 //! Opening a database file: identification, connection settings and versioned migrations.
 //!
 //! The schema version is SQLite's `user_version`; [`MIGRATIONS`]`[n]` takes a database from
-//! version `n` to `n + 1`. Future migrations are appended, never edited.
+//! version `n` to `n + 1`. Future migrations are appended, never edited: `migrations.sha256`
+//! holds the checksum of each, and a test fails when one differs.
 
 use std::path::Path;
 use std::time::Duration;
@@ -408,6 +409,22 @@ mod tests {
             [],
         );
         assert!(orphan.is_err(), "a file needs its owner row");
+    }
+
+    /// The committed checksums match every migration: an applied one was not edited.
+    #[test]
+    fn applied_migrations_are_never_edited() {
+        let committed = include_str!("../migrations.sha256");
+        let sets = [
+            ("files", MIGRATIONS),
+            ("keys", crate::keys::MIGRATIONS),
+            ("approvals", crate::approvals::MIGRATIONS),
+        ];
+        for (set, migrations) in sets {
+            if let Err(e) = wsp_store::migrations::verify(set, migrations, committed) {
+                panic!("{e}");
+            }
+        }
     }
 
     #[test]

@@ -8,13 +8,14 @@
 //! checks that count and the number open in the transaction that inserts it.
 
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
+use wsp_store::write::prefix_end;
 use wsp_store::{
     FileMeta, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError, StoredFile,
     new_snapshot_id,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
-use crate::files::{ANY_OPEN_SNAPSHOT, meta, now, parse_path, prefix_end, sqlite_error, time};
+use crate::files::{ANY_OPEN_SNAPSHOT, meta, now, parse_path, sqlite_error, time};
 
 /// Pins the owner's current sequence number (0 when it never changed anything).
 const TAKE: &str = "
@@ -95,6 +96,11 @@ const FORGET_TOMBSTONED_FILES: &str = "
 const OPEN_COUNT: &str = "
     SELECT count(*) FROM snapshots INDEXED BY snapshots_open
     WHERE tenant = ?1 AND workspace = ?2 AND released_at IS NULL";
+
+/// Open snapshots of every owner: a scan of the partial index of open ones, never of the
+/// released records.
+const ALL_OPEN_COUNT: &str = "
+    SELECT count(*) FROM snapshots INDEXED BY snapshots_open WHERE released_at IS NULL";
 
 /// Content bytes that only open snapshots keep: per open snapshot (through `snapshots_open`,
 /// never the released ones) and per path changed since it was taken (`files.seq` after its
@@ -281,6 +287,14 @@ pub(crate) fn open_before(
             .collect()
         })
         .map_err(|e| sqlite_error("open snapshots", e))
+}
+
+/// How many snapshots are open, over every owner.
+pub(crate) fn count_open(conn: &Connection) -> Result<u64, StoreError> {
+    conn.prepare_cached(ALL_OPEN_COUNT)
+        .and_then(|mut stmt| stmt.query_row([], |row| row.get::<_, i64>(0)))
+        .map(|n| u64::try_from(n).unwrap_or_default())
+        .map_err(|e| sqlite_error("count open snapshots", e))
 }
 
 /// Deletes the records of snapshots released before `cutoff`, at most `limit`; how many.
@@ -475,6 +489,7 @@ pub(crate) const STATEMENTS: &[&str] = &[
     TAKE,
     INFO,
     OPEN_COUNT,
+    ALL_OPEN_COUNT,
     PINNED_BYTES,
     OPEN_SEQ,
     RELEASE,
@@ -486,6 +501,12 @@ pub(crate) const STATEMENTS: &[&str] = &[
     LIST_AT_FROM,
 ];
 
+/// Statements allowed to scan, with the one scan each may make: a scan of a partial index whose
+/// rows a limit bounds (open snapshots: at most `maxOpenRuns` per workspace), never of a table.
+#[cfg(test)]
+pub(crate) const BOUNDED_SCANS: &[(&str, &str)] =
+    &[(ALL_OPEN_COUNT, "SCAN snapshots USING INDEX snapshots_open")];
+
 /// Statements whose plan must name a particular index: a partial one, or the one that makes a
 /// read as of a sequence number one seek per path.
 #[cfg(test)]
@@ -494,6 +515,7 @@ pub(crate) const EXPECTED_INDEXES: &[(&str, &str)] = &[
     (PRUNE_RELEASED, "INDEX versions_by_seq"),
     (PRUNE_RELEASED, "INDEX snapshots_open"),
     (OPEN_COUNT, "INDEX snapshots_open"),
+    (ALL_OPEN_COUNT, "INDEX snapshots_open"),
     (PINNED_BYTES, "INDEX snapshots_open"),
     (PINNED_BYTES, "INDEX files_by_seq"),
     (PINNED_BYTES, "INDEX versions_by_seq"),

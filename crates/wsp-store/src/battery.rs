@@ -8,12 +8,25 @@
 //! ```
 //!
 //! The calling crate needs `tokio` (features `rt-multi-thread`, `macros`) as a dev-dependency.
+//!
+//! The battery ends with the differential model test ([`behaves_like_the_memory_store`]):
+//! generated scripts of operations on the backend and on [`MemoryStore`](crate::MemoryStore),
+//! compared step by step and shrunk to a minimal script when they disagree. The key and
+//! approval registries have suites of their own in [`registries`].
+
+mod model;
+pub mod registries;
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::sync::Arc;
 
 use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+
+pub use model::{
+    Applied, Op, Pre, behaves_like_the_memory_store, check_scripts, run_script, script,
+    script_limits,
+};
 
 use crate::{
     FileWrite, Limits, Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage,
@@ -59,7 +72,8 @@ macro_rules! battery_tests {
             the_feed_records_every_change_in_order,
             the_feed_is_per_owner_and_gap_free_under_races,
             subscribers_hear_of_commits,
-            every_feature_is_offered
+            every_feature_is_offered,
+            behaves_like_the_memory_store
         );
     };
     (@each $make:expr; $($name:ident),*) => {
@@ -904,7 +918,8 @@ where
 }
 
 /// `open_snapshots_before` lists the open snapshots of every owner taken before the cutoff,
-/// oldest first, up to the limit, and never a released one.
+/// oldest first, up to the limit, and never a released one; `count_open_snapshots` counts the
+/// open ones of every owner.
 pub async fn open_snapshots_are_listed_for_housekeeping<S, F, Fut>(make: &F)
 where
     S: WorkspaceStore,
@@ -914,6 +929,7 @@ where
     let s = make(Limits::default()).await;
     let (a, b) = (owner("a"), owner("b"));
     put(&s, &a, "x.md", "A").await;
+    assert_eq!(s.count_open_snapshots().await.unwrap(), 0);
     let first = s.snapshot(&a, "first").await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let second = s.snapshot(&b, "second").await.unwrap();
@@ -923,6 +939,11 @@ where
         .await
         .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    assert_eq!(
+        s.count_open_snapshots().await.unwrap(),
+        2,
+        "released ones not counted"
+    );
     let later = chrono::Utc::now() + chrono::Duration::seconds(1);
     // As stored (a backend may keep coarser timestamps than `snapshot` returned).
     let first = s.snapshot_info(&a, &first.id).await.unwrap();
@@ -963,6 +984,7 @@ where
         ids(s.open_snapshots_before(later, 10).await.unwrap()),
         [("b".to_owned(), "second".to_owned())]
     );
+    assert_eq!(s.count_open_snapshots().await.unwrap(), 1);
 }
 
 /// One row of a path in [`PinModel`]: a version of `size` bytes, or a tombstone (`None`).

@@ -19,6 +19,11 @@ pub mod __private {
 /// (`{ this.count(); &this.inner }`). The methods it does not name are written by hand beside
 /// it or keep the trait's defaults.
 ///
+/// `forward_store!(|this| EXPR, |op, call| WRAP; method, ...)` does the same for the methods
+/// that return a future, then returns `WRAP` instead, in which `op` is the method's name
+/// (`"get"`) and `call` the future of the forwarded call: a layer times or counts every call
+/// in one place (`limits`, `features` and `subscribe` are forwarded as they are).
+///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use wsp_store::{FileMeta, MemoryStore, StoreFuture, WorkspaceStore, forward_store};
@@ -46,37 +51,44 @@ pub mod __private {
 #[macro_export]
 macro_rules! forward_store {
     (|$this:ident| $to:expr; $($method:ident),+ $(,)?) => {
-        $($crate::forward_store!(@ $method, $this, $to);)+
+        $($crate::forward_store!(@ $method, $this, $to, _op, call, call);)+
     };
-    (@ limits, $this:ident, $to:expr) => {
+    (|$this:ident| $to:expr, |$op:ident, $call:ident| $wrap:expr; $($method:ident),+ $(,)?) => {
+        $($crate::forward_store!(@ $method, $this, $to, $op, $call, $wrap);)+
+    };
+    (@ limits, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn limits(&self) -> $crate::Limits {
             let $this = self;
             $to.limits()
         }
     };
-    (@ features, $this:ident, $to:expr) => {
+    (@ features, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn features(&self) -> $crate::StoreFeatures {
             let $this = self;
             $to.features()
         }
     };
-    (@ ready, $this:ident, $to:expr) => {
+    (@ ready, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn ready(&self) -> $crate::StoreFuture<'_, ()> {
             let $this = self;
-            $to.ready()
+            let $op = "ready";
+            let $call = $to.ready();
+            $wrap
         }
     };
-    (@ list, $this:ident, $to:expr) => {
+    (@ list, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn list<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
             prefix: &'a $crate::__private::WorkspacePrefix,
         ) -> $crate::StoreFuture<'a, Vec<$crate::FileMeta>> {
             let $this = self;
-            $to.list(owner, prefix)
+            let $op = "list";
+            let $call = $to.list(owner, prefix);
+            $wrap
         }
     };
-    (@ get, $this:ident, $to:expr) => {
+    (@ get, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn get<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -84,10 +96,12 @@ macro_rules! forward_store {
             version: Option<u64>,
         ) -> $crate::StoreFuture<'a, $crate::StoredFile> {
             let $this = self;
-            $to.get(owner, path, version)
+            let $op = "get";
+            let $call = $to.get(owner, path, version);
+            $wrap
         }
     };
-    (@ put, $this:ident, $to:expr) => {
+    (@ put, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn put<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -96,10 +110,12 @@ macro_rules! forward_store {
             precondition: $crate::Precondition,
         ) -> $crate::StoreFuture<'a, $crate::StoredFile> {
             let $this = self;
-            $to.put(owner, path, write, precondition)
+            let $op = "put";
+            let $call = $to.put(owner, path, write, precondition);
+            $wrap
         }
     };
-    (@ delete, $this:ident, $to:expr) => {
+    (@ delete, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn delete<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -107,40 +123,48 @@ macro_rules! forward_store {
             precondition: $crate::Precondition,
         ) -> $crate::StoreFuture<'a, $crate::Deleted> {
             let $this = self;
-            $to.delete(owner, path, precondition)
+            let $op = "delete";
+            let $call = $to.delete(owner, path, precondition);
+            $wrap
         }
     };
-    (@ history, $this:ident, $to:expr) => {
+    (@ history, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn history<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
             path: &'a $crate::__private::WorkspacePath,
         ) -> $crate::StoreFuture<'a, Vec<$crate::FileMeta>> {
             let $this = self;
-            $to.history(owner, path)
+            let $op = "history";
+            let $call = $to.history(owner, path);
+            $wrap
         }
     };
-    (@ snapshot, $this:ident, $to:expr) => {
+    (@ snapshot, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn snapshot<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
             label: &'a str,
         ) -> $crate::StoreFuture<'a, $crate::SnapshotInfo> {
             let $this = self;
-            $to.snapshot(owner, label)
+            let $op = "snapshot";
+            let $call = $to.snapshot(owner, label);
+            $wrap
         }
     };
-    (@ snapshot_info, $this:ident, $to:expr) => {
+    (@ snapshot_info, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn snapshot_info<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
             id: &'a str,
         ) -> $crate::StoreFuture<'a, $crate::SnapshotInfo> {
             let $this = self;
-            $to.snapshot_info(owner, id)
+            let $op = "snapshot_info";
+            let $call = $to.snapshot_info(owner, id);
+            $wrap
         }
     };
-    (@ release_snapshot, $this:ident, $to:expr) => {
+    (@ release_snapshot, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn release_snapshot<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -148,39 +172,55 @@ macro_rules! forward_store {
             outcome: &'a str,
         ) -> $crate::StoreFuture<'a, $crate::SnapshotInfo> {
             let $this = self;
-            $to.release_snapshot(owner, id, outcome)
+            let $op = "release_snapshot";
+            let $call = $to.release_snapshot(owner, id, outcome);
+            $wrap
         }
     };
-    (@ open_snapshots_before, $this:ident, $to:expr) => {
+    (@ open_snapshots_before, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn open_snapshots_before<'a>(
             &'a self,
             cutoff: $crate::__private::DateTime<$crate::__private::Utc>,
             limit: usize,
         ) -> $crate::StoreFuture<'a, Vec<($crate::__private::Owner, $crate::SnapshotInfo)>> {
             let $this = self;
-            $to.open_snapshots_before(cutoff, limit)
+            let $op = "open_snapshots_before";
+            let $call = $to.open_snapshots_before(cutoff, limit);
+            $wrap
         }
     };
-    (@ forget_released_snapshots, $this:ident, $to:expr) => {
+    (@ count_open_snapshots, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
+        fn count_open_snapshots(&self) -> $crate::StoreFuture<'_, u64> {
+            let $this = self;
+            let $op = "count_open_snapshots";
+            let $call = $to.count_open_snapshots();
+            $wrap
+        }
+    };
+    (@ forget_released_snapshots, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn forget_released_snapshots<'a>(
             &'a self,
             cutoff: $crate::__private::DateTime<$crate::__private::Utc>,
             limit: usize,
         ) -> $crate::StoreFuture<'a, usize> {
             let $this = self;
-            $to.forget_released_snapshots(cutoff, limit)
+            let $op = "forget_released_snapshots";
+            let $call = $to.forget_released_snapshots(cutoff, limit);
+            $wrap
         }
     };
-    (@ snapshot_usage, $this:ident, $to:expr) => {
+    (@ snapshot_usage, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn snapshot_usage<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
         ) -> $crate::StoreFuture<'a, $crate::SnapshotUsage> {
             let $this = self;
-            $to.snapshot_usage(owner)
+            let $op = "snapshot_usage";
+            let $call = $to.snapshot_usage(owner);
+            $wrap
         }
     };
-    (@ snapshot_within, $this:ident, $to:expr) => {
+    (@ snapshot_within, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn snapshot_within<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -188,10 +228,12 @@ macro_rules! forward_store {
             quota: $crate::SnapshotQuota,
         ) -> $crate::StoreFuture<'a, Result<$crate::SnapshotInfo, $crate::QuotaExceeded>> {
             let $this = self;
-            $to.snapshot_within(owner, label, quota)
+            let $op = "snapshot_within";
+            let $call = $to.snapshot_within(owner, label, quota);
+            $wrap
         }
     };
-    (@ list_at, $this:ident, $to:expr) => {
+    (@ list_at, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn list_at<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -199,10 +241,12 @@ macro_rules! forward_store {
             prefix: &'a $crate::__private::WorkspacePrefix,
         ) -> $crate::StoreFuture<'a, Vec<$crate::FileMeta>> {
             let $this = self;
-            $to.list_at(owner, snapshot, prefix)
+            let $op = "list_at";
+            let $call = $to.list_at(owner, snapshot, prefix);
+            $wrap
         }
     };
-    (@ get_at, $this:ident, $to:expr) => {
+    (@ get_at, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn get_at<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -210,10 +254,12 @@ macro_rules! forward_store {
             path: &'a $crate::__private::WorkspacePath,
         ) -> $crate::StoreFuture<'a, $crate::StoredFile> {
             let $this = self;
-            $to.get_at(owner, snapshot, path)
+            let $op = "get_at";
+            let $call = $to.get_at(owner, snapshot, path);
+            $wrap
         }
     };
-    (@ changes, $this:ident, $to:expr) => {
+    (@ changes, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn changes<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
@@ -221,10 +267,12 @@ macro_rules! forward_store {
             limit: usize,
         ) -> $crate::StoreFuture<'a, $crate::ChangePage> {
             let $this = self;
-            $to.changes(owner, after, limit)
+            let $op = "changes";
+            let $call = $to.changes(owner, after, limit);
+            $wrap
         }
     };
-    (@ subscribe, $this:ident, $to:expr) => {
+    (@ subscribe, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn subscribe(&self) -> Option<$crate::__private::Receiver<$crate::ChangeNotice>> {
             let $this = self;
             $to.subscribe()

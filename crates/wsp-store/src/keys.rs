@@ -11,7 +11,7 @@ use std::sync::RwLock;
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use wsp_types::{Owner, Scopes};
+use wsp_types::{Owner, Scopes, random_hex};
 
 use crate::{StoreError, StoreFuture};
 
@@ -29,12 +29,6 @@ impl fmt::Debug for ApiKey {
             .field("secret", &"<hidden>")
             .finish()
     }
-}
-
-fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).expect("the operating system's random source is available");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl ApiKey {
@@ -126,8 +120,12 @@ impl KeyRecord {
 pub trait KeyRegistry: Send + Sync + 'static {
     /// Finds a record by key id (revoked ones included; the caller checks).
     fn lookup<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<KeyRecord>>;
-    /// Stores a new record.
+    /// Stores a new record; an id already stored is refused.
     fn insert(&self, record: KeyRecord) -> StoreFuture<'_, ()>;
+    /// Stores `record` only when the registry holds no record at all (revoked ones count),
+    /// checking and inserting as one step: processes starting at once on an empty registry
+    /// (replicas on one database) create one first key between them. True when it was stored.
+    fn insert_first(&self, record: KeyRecord) -> StoreFuture<'_, bool>;
     /// All records, oldest first.
     fn list(&self) -> StoreFuture<'_, Vec<KeyRecord>>;
     /// Marks a key revoked; `NotFound` when there is no such id.
@@ -152,11 +150,27 @@ impl KeyRegistry for MemoryKeyRegistry {
     }
 
     fn insert(&self, record: KeyRecord) -> StoreFuture<'_, ()> {
-        self.records
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(record.id.clone(), record);
-        Box::pin(async { Ok(()) })
+        let mut records = self.records.write().unwrap_or_else(|e| e.into_inner());
+        // As the SQL registries' primary keys do: an id is stored once.
+        let result = match records.entry(record.id.clone()) {
+            std::collections::btree_map::Entry::Occupied(_) => Err(StoreError::Internal(
+                "key registry: a key with this id exists".into(),
+            )),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(record);
+                Ok(())
+            }
+        };
+        Box::pin(async move { result })
+    }
+
+    fn insert_first(&self, record: KeyRecord) -> StoreFuture<'_, bool> {
+        let mut records = self.records.write().unwrap_or_else(|e| e.into_inner());
+        let empty = records.is_empty();
+        if empty {
+            records.insert(record.id.clone(), record);
+        }
+        Box::pin(async move { Ok(empty) })
     }
 
     fn list(&self) -> StoreFuture<'_, Vec<KeyRecord>> {
@@ -187,6 +201,15 @@ impl KeyRegistry for MemoryKeyRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_first_key_is_inserted_once() {
+        crate::battery::registries::insert_first_contract(
+            &[std::sync::Arc::new(MemoryKeyRegistry::default())],
+            8,
+        )
+        .await;
+    }
 
     #[test]
     fn keys_round_trip_and_verify() {

@@ -16,10 +16,12 @@ mod forward;
 pub mod idempotency;
 pub mod keys;
 mod memory;
+pub mod migrations;
 mod redact;
 mod redacting;
 pub mod shared;
 mod snapshot_quota;
+pub mod write;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -204,9 +206,7 @@ pub const DEFAULT_FEED_RETENTION: u64 = 10_000;
 
 /// A fresh snapshot id: 128 random bits as 32 hex digits.
 pub fn new_snapshot_id() -> String {
-    let mut buf = [0u8; 16];
-    getrandom::fill(&mut buf).expect("the operating system's random source is available");
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    wsp_types::random_hex(16)
 }
 
 /// Why a store call failed. HTTP-free: the server maps it to the wire once, at the edge.
@@ -263,6 +263,16 @@ impl StoreFeatures {
         snapshots: true,
         change_feed: true,
     };
+}
+
+/// Told by a backend's writer of each commit of file changes, for a host's metrics (the
+/// SQLite store takes one through `SqliteStore::observe_commits`).
+///
+/// Called on the writer's thread right after the commit, so it must be quick and never block.
+pub trait CommitObserver: Send + Sync + 'static {
+    /// One commit of `changes` writes and deletes (1 each today: every change is its own
+    /// transaction), whose `COMMIT` took `commit_time`, the durable part of the write.
+    fn committed(&self, changes: usize, commit_time: std::time::Duration);
 }
 
 /// A versioned, owner-scoped workspace file store.
@@ -368,6 +378,14 @@ pub trait WorkspaceStore: Send + Sync + 'static {
         limit: usize,
     ) -> StoreFuture<'a, Vec<(Owner, SnapshotInfo)>> {
         let _ = (cutoff, limit);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// How many snapshots are open, over every owner (a host's metrics: the open runs).
+    ///
+    /// Housekeeping like [`open_snapshots_before`](Self::open_snapshots_before): not scoped to
+    /// an owner, never called to answer a caller; it returns one number and no record.
+    fn count_open_snapshots(&self) -> StoreFuture<'_, u64> {
         Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
     }
 

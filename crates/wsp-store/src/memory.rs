@@ -5,13 +5,13 @@ use std::sync::{Arc, RwLock};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::broadcast;
-use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
+use crate::write::{self, Current};
 use crate::{
     ChangeEvent, ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
     Limits, Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
-    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, check_file_size, new_life_id,
-    new_snapshot_id,
+    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, new_snapshot_id,
 };
 
 /// A [`WorkspaceStore`] held in process memory; everything is lost when it is dropped.
@@ -58,6 +58,15 @@ struct PathState {
 impl PathState {
     fn live(&self) -> Option<&StoredFile> {
         self.rows.last().and_then(|r| r.file.as_ref())
+    }
+
+    /// The path's newest row for the write decision (a tombstone's version is not kept here).
+    fn current(&self) -> Option<Current> {
+        self.rows.last().map(|r| Current {
+            life: r.life,
+            version: r.file.as_ref().map_or(0, |f| f.meta.version),
+            live: r.file.is_some(),
+        })
     }
 
     fn live_life(&self) -> Option<u64> {
@@ -238,44 +247,25 @@ impl MemoryStore {
         write: FileWrite,
         precondition: Precondition,
     ) -> Result<StoredFile, StoreError> {
-        check_file_size(&self.limits, &write)?;
         let state = self.owner_or_insert(owner);
         let mut guard = state.write().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
-        let current = st.paths.get(path).and_then(PathState::live);
-        if !precondition.admits(current.map(|f| &f.meta.etag)) {
-            return Err(StoreError::Conflict {
-                current_version: current.map_or(0, |f| f.meta.version),
-            });
-        }
-        if current.is_none() && st.live >= self.limits.max_files {
-            return Err(StoreError::TooLarge {
-                limit: LimitKind::MaxFiles,
-                max: self.limits.max_files,
-            });
-        }
-        let (life, version) = match (st.paths.get(path).and_then(PathState::live_life), current) {
-            (Some(life), Some(f)) => (life, f.meta.version + 1),
-            _ => (new_life_id(), 1),
-        };
-        if version == 1 {
+        let current = st.paths.get(path).and_then(PathState::current);
+        let decided = write::decide_put(
+            current.as_ref(),
+            &write,
+            &precondition,
+            &self.limits,
+            st.live,
+        )?;
+        let (life, version) = (decided.life, decided.version);
+        if decided.creates {
             st.live += 1;
         }
         st.seq += 1;
         let seq = st.seq;
         let now = Utc::now();
-        let stored = StoredFile {
-            meta: FileMeta {
-                path: path.clone(),
-                content_type: write.content_type,
-                version,
-                etag: ETag::mint(life, version),
-                updated_at: now,
-                size: write.content.len() as u64,
-                author: write.author,
-            },
-            content: write.content,
-        };
+        let stored = decided.stored_file(path, write, now);
         let pinned = st.pinned();
         let rows = st.paths.entry(path.clone()).or_default();
         rows.rows.push(Row {
@@ -306,22 +296,9 @@ impl MemoryStore {
         let state = self.owner(owner).ok_or(StoreError::NotFound)?;
         let mut guard = state.write().unwrap_or_else(|e| e.into_inner());
         let st = &mut *guard;
-        let current = st
-            .paths
-            .get(path)
-            .and_then(PathState::live)
-            .ok_or(StoreError::NotFound)?;
-        if !precondition.admits(Some(&current.meta.etag)) {
-            return Err(StoreError::Conflict {
-                current_version: current.meta.version,
-            });
-        }
-        let version = current.meta.version + 1;
-        let life = st
-            .paths
-            .get(path)
-            .and_then(PathState::live_life)
-            .unwrap_or_default();
+        let current = st.paths.get(path).and_then(PathState::current);
+        let decided = write::decide_delete(current.as_ref(), &precondition)?;
+        let (version, life) = (decided.tombstone, decided.life);
         st.live -= 1;
         st.seq += 1;
         let seq = st.seq;
@@ -547,6 +524,21 @@ impl WorkspaceStore for MemoryStore {
         }
         open.sort_by(|a, b| (a.1.created_at, &a.1.id).cmp(&(b.1.created_at, &b.1.id)));
         open.truncate(limit);
+        Box::pin(async move { Ok(open) })
+    }
+
+    fn count_open_snapshots(&self) -> StoreFuture<'_, u64> {
+        let open = self
+            .all_owners()
+            .iter()
+            .map(|(_, state)| {
+                let st = state.read().unwrap_or_else(|e| e.into_inner());
+                st.snapshots
+                    .values()
+                    .filter(|s| s.released.is_none())
+                    .count() as u64
+            })
+            .sum();
         Box::pin(async move { Ok(open) })
     }
 

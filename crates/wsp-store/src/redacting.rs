@@ -197,7 +197,8 @@ fn refused<'a, T: Send + 'a>(e: StoreError) -> StoreFuture<'a, T> {
 impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
     crate::forward_store!(|this| this.inner;
         limits, features, ready, list, get, delete, history, snapshot_usage, snapshot_info,
-        open_snapshots_before, forget_released_snapshots, list_at, get_at, changes, subscribe);
+        open_snapshots_before, count_open_snapshots, forget_released_snapshots, list_at, get_at,
+        changes, subscribe);
 
     fn put<'a>(
         &'a self,

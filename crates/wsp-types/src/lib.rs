@@ -1,6 +1,7 @@
 //! Wire types and validated newtypes of the wsp agent-workspace protocol.
 //!
-//! **Invariant:** this crate does no I/O, has no async code and knows no HTTP framework.
+//! **Invariant:** this crate does no I/O (reading the operating system's random source for
+//! [`random_hex`] aside), has no async code and knows no HTTP framework.
 //! Parse, don't validate: a [`WorkspacePath`], [`OwnerId`] or [`ETag`] that exists is valid.
 //!
 //! The structs in [`wire`] are generated from `schemas/*.schema.json` by `cargo xtask codegen`;
@@ -8,6 +9,7 @@
 
 mod error;
 mod etag;
+mod ids;
 mod owner;
 mod path;
 mod scope;
@@ -15,6 +17,7 @@ pub mod wire;
 
 pub use error::{ErrorCode, LimitKind};
 pub use etag::ETag;
+pub use ids::{hex, random_hex};
 pub use owner::{Owner, OwnerId, OwnerIdError};
 pub use path::{MAX_PATH_LEN, PathError, WorkspacePath, WorkspacePrefix};
 pub use scope::{Scope, ScopeError, Scopes};

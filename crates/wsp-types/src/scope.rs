@@ -15,16 +15,20 @@ pub enum Scope {
     RunsCreate,
     /// `runs:read`: read runs and their snapshots.
     RunsRead,
+    /// `metrics:read`: the server's Prometheus metrics (`GET /metrics`), which count the
+    /// requests of every tenant; it reaches no workspace data.
+    MetricsRead,
 }
 
 impl Scope {
     /// Every scope, in wire order.
-    pub const ALL: [Scope; 5] = [
+    pub const ALL: [Scope; 6] = [
         Self::WorkspaceRead,
         Self::WorkspaceWrite,
         Self::AgentsRead,
         Self::RunsCreate,
         Self::RunsRead,
+        Self::MetricsRead,
     ];
 
     /// The wire name, e.g. `workspace:read`.
@@ -35,6 +39,7 @@ impl Scope {
             Self::AgentsRead => "agents:read",
             Self::RunsCreate => "runs:create",
             Self::RunsRead => "runs:read",
+            Self::MetricsRead => "metrics:read",
         }
     }
 
@@ -57,7 +62,7 @@ impl fmt::Display for Scope {
 /// Why a scope list was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown scope {0:?} (known: workspace:read, workspace:write, agents:read, runs:create, runs:read)"
+    "unknown scope {0:?} (known: workspace:read, workspace:write, agents:read, runs:create, runs:read, metrics:read)"
 )]
 pub struct ScopeError(pub String);
 
@@ -81,6 +86,22 @@ impl Scopes {
     /// Every scope.
     pub fn all() -> Self {
         Self::from_iter(Scope::ALL)
+    }
+
+    /// Every scope that reaches the key's own workspace: all but `metrics:read`, which shows
+    /// figures about every tenant of the server.
+    ///
+    /// ```
+    /// use wsp_types::{Scope, Scopes};
+    /// assert!(Scopes::workspace().contains(Scope::RunsRead));
+    /// assert!(!Scopes::workspace().contains(Scope::MetricsRead));
+    /// assert!(Scopes::all().contains(Scope::MetricsRead));
+    /// ```
+    pub fn workspace() -> Self {
+        Scope::ALL
+            .into_iter()
+            .filter(|s| *s != Scope::MetricsRead)
+            .collect()
     }
 
     /// Parses a comma-separated list (spaces around names are ignored; empty items refused).

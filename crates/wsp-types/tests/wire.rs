@@ -1,4 +1,5 @@
-//! The generated wire types against the schemas' own examples and the wire contract.
+//! The generated wire types against the schemas' own examples and the wire contract, and
+//! `WorkspacePath` against the repository's adversarial path vectors.
 
 use std::num::NonZeroU64;
 
@@ -184,4 +185,37 @@ fn discovery_tolerates_other_capability_blocks_but_not_unknown_limits() {
     let mut extra = doc;
     extra["workspace"] = json!({"supported": true, "maxFolders": 1});
     assert!(serde_json::from_value::<Discovery>(extra).is_err());
+}
+
+/// Every `http_path` vector of `conformance/vectors/paths.json` (read at run time, the one copy
+/// every suite reads): decoded as a server decodes the request path, `WorkspacePath::parse`
+/// accepts exactly the ones a host answers 200.
+#[test]
+fn workspace_paths_follow_the_shared_vectors() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../conformance/vectors/paths.json"
+    );
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let vectors: Value = serde_json::from_str(&text).unwrap();
+    let cases = vectors["http_path"].as_array().expect("http_path vectors");
+    assert!(cases.len() >= 10, "the vectors were read: {}", cases.len());
+    for case in cases {
+        let raw = case["path"].as_str().unwrap();
+        let raw = if raw == "LONG_257_CHARS" {
+            "a".repeat(257)
+        } else {
+            raw.to_owned()
+        };
+        let decoded = percent_encoding::percent_decode_str(&raw)
+            .decode_utf8()
+            .unwrap()
+            .into_owned();
+        let accepted = WorkspacePath::parse(&decoded).is_ok();
+        assert_eq!(
+            accepted,
+            case["expect"] == 200,
+            "{raw:?} (decoded {decoded:?}): parse accepted it: {accepted}"
+        );
+    }
 }

@@ -7,6 +7,10 @@
 //! keeps the sum bounded too. A regression must not take the machine down with it: every test
 //! first caps the address space at [`ADDRESS_SPACE_CAP`], so an unbounded allocation aborts
 //! this test binary instead of growing until the kernel kills something.
+//!
+//! The peak and the cap are the process's: that is why these tests are a binary of their own
+//! and not a module of `tests/it/`, whose other tests would count towards the peak and live
+//! under the cap.
 #![cfg(target_os = "linux")]
 
 use std::io::Write;

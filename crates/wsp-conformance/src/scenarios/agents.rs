@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value, json};
 
 use super::{expect_absent, expect_same_answer};
@@ -45,17 +46,18 @@ fn one<'a>(caller: &Caller<'a>, id: &str) -> Call<'a> {
     caller.call("GET", format!("{AGENTS}/{}", segment(id)))
 }
 
+/// What [`segment`] escapes in an agent id: every byte but RFC 3986's unreserved characters
+/// and `:` (a path character that ids such as `urn:` names carry as they are).
+const AGENT_ID_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b':');
+
 /// Percent-encodes an agent id as one path segment.
 fn segment(id: &str) -> String {
-    let mut out = String::new();
-    for b in id.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~:".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(id, AGENT_ID_SEGMENT).to_string()
 }
 
 /// The advertised scope: `tenant`, or `host` (also when absent).
@@ -707,4 +709,15 @@ pub(crate) async fn publish_absent_and_unauthenticated(ctx: &Ctx) -> ScenarioRes
         ))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_id_is_one_segment_with_its_colons() {
+        assert_eq!(segment("urn:a-b.c_d~e"), "urn:a-b.c_d~e");
+        assert_eq!(segment("a/b c%é"), "a%2Fb%20c%25%C3%A9");
+    }
 }

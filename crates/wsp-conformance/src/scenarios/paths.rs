@@ -1,38 +1,61 @@
-//! WIRE §4 and the adversarial path vectors (`shared/vectors/paths.json`, group `http_path`):
+//! WIRE §4 and the adversarial path vectors (`conformance/vectors/paths.json`, group `http_path`):
 //! raw and encoded paths, refused paths, decode-once, length bounds.
 
 use super::{create, expect_absent, percent_decode};
 use crate::outcome::Outcome;
 use crate::scenario::{Ctx, Role, ScenarioResult};
 
+/// The adversarial path vectors, `conformance/vectors/paths.json` of the repository
+/// (`vectors/paths.json` here is a link to it, packaged as a copy): the one list every test
+/// suite of wsp reads.
+const VECTORS: &str = include_str!("../../vectors/paths.json");
+
+/// One case of the `http_path` group: the `{path}` segment exactly as sent, the status a PUT
+/// by an authorized caller gets, and the earlier vector it must be the same file as.
+#[derive(serde::Deserialize)]
+struct HttpPathVector {
+    path: String,
+    expect: u16,
+    same_as: Option<String>,
+}
+
+/// The `http_path` group. `LONG_257_CHARS` stands for 257 `a`s, as the file says.
+fn http_path_vectors() -> Vec<HttpPathVector> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        http_path: Vec<HttpPathVector>,
+    }
+    let file: File = serde_json::from_str(VECTORS).expect("the packaged vectors are valid JSON");
+    file.http_path
+        .into_iter()
+        .map(|mut v| {
+            if v.path == "LONG_257_CHARS" {
+                v.path = "a".repeat(257);
+            }
+            v
+        })
+        .collect()
+}
+
 /// Path segments a PUT by an authorized caller must refuse with 400, sent byte for byte as the
-/// `{path}` of `/v1/host/workspace/files/{path}`. `None` stands for 257 `a`s.
-pub(crate) const REFUSED: [Option<&str>; 15] = [
-    Some("..%2Fetc%2Fpasswd"),
-    Some("a%2F..%2F..%2Fb"),
-    Some("a/../b"),
-    Some("a/./b"),
-    Some("%2Fetc%2Fpasswd"),
-    Some("a//b"),
-    Some("a/"),
-    Some("%2e%2e%2Fx"),
-    Some("a%5C..%5Cb"),
-    Some("a%00.md"),
-    Some("a%0Ab.md"),
-    Some("~%2F.ssh"),
-    Some("C:%5Cwindows"),
-    Some("-rf"),
-    None,
-];
+/// `{path}` of `/v1/host/workspace/files/{path}`.
+pub(crate) fn refused() -> Vec<String> {
+    http_path_vectors()
+        .into_iter()
+        .filter(|v| v.expect == 400)
+        .map(|v| v.path)
+        .collect()
+}
 
 /// Legal names (placed under the scenario's prefix) and the earlier vector each must be the same
 /// file as.
-pub(crate) const ACCEPTED: [(&str, Option<&str>); 4] = [
-    ("notes/plan.md", None),
-    ("notes%2Fplan.md", Some("notes/plan.md")),
-    ("report..final.md", None),
-    ("a.b-c_d/E.md", None),
-];
+pub(crate) fn accepted() -> Vec<(String, Option<String>)> {
+    http_path_vectors()
+        .into_iter()
+        .filter(|v| v.expect == 200)
+        .map(|v| (v.path, v.same_as))
+        .collect()
+}
 
 /// WS-PATH-001
 pub(crate) async fn raw_and_encoded_are_one_file(ctx: &Ctx) -> ScenarioResult {
@@ -71,10 +94,10 @@ pub(crate) async fn raw_and_encoded_are_one_file(ctx: &Ctx) -> ScenarioResult {
 /// WS-PATH-002
 pub(crate) async fn refused_vectors(ctx: &Ctx) -> ScenarioResult {
     let a = ctx.as_a()?;
-    let long = "a".repeat(257);
+    let refused = refused();
     let mut unobservable = Vec::new();
-    for vector in REFUSED {
-        let segment = vector.unwrap_or(&long);
+    for segment in &refused {
+        let segment = segment.as_str();
         let reply = match a.put(segment, "must not be stored").send().await {
             Ok(reply) => reply,
             Err(o) if o.unobservable => {
@@ -97,15 +120,17 @@ pub(crate) async fn refused_vectors(ctx: &Ctx) -> ScenarioResult {
     }
     Ok(Outcome::pass(format!(
         "all {} refused vectors answer 400 validation_error",
-        REFUSED.len()
+        refused.len()
     )))
 }
 
 /// WS-PATH-003
 pub(crate) async fn accepted_vectors(ctx: &Ctx) -> ScenarioResult {
     let a = ctx.as_a()?;
+    let accepted = accepted();
     let mut seen: Vec<(&str, crate::expect::FileView)> = Vec::new();
-    for (vector, same_as) in ACCEPTED {
+    for (vector, same_as) in &accepted {
+        let (vector, same_as) = (vector.as_str(), same_as.as_deref());
         let sent = ctx.path(vector);
         let decoded = percent_decode(&sent);
         let reply = a.put(&sent, vector).send().await?;
@@ -132,7 +157,7 @@ pub(crate) async fn accepted_vectors(ctx: &Ctx) -> ScenarioResult {
     }
     Ok(Outcome::pass(format!(
         "all {} legal vectors accepted; %2F names the raw file",
-        ACCEPTED.len()
+        accepted.len()
     )))
 }
 
@@ -175,4 +200,37 @@ pub(crate) async fn decoded_once(ctx: &Ctx) -> ScenarioResult {
     Ok(Outcome::pass(
         "%252F is decoded once (to an illegal %2F) and refused",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_packaged_vectors_read_as_the_scenarios_use_them() {
+        let refused = refused();
+        let accepted = accepted();
+        assert_eq!(
+            refused.len() + accepted.len(),
+            http_path_vectors().len(),
+            "every vector is either refused or accepted"
+        );
+        assert!(
+            refused.contains(&"a".repeat(257)),
+            "the long name is spelled out"
+        );
+        assert!(refused.iter().any(|v| v == "a/../b"));
+        assert!(accepted.contains(&(
+            "notes%2Fplan.md".to_owned(),
+            Some("notes/plan.md".to_owned())
+        )));
+        for (_, same_as) in &accepted {
+            if let Some(earlier) = same_as {
+                assert!(
+                    accepted.iter().any(|(v, _)| v == earlier),
+                    "{earlier} is a vector"
+                );
+            }
+        }
+    }
 }

@@ -103,12 +103,10 @@ pub async fn start_with(options: Options) -> TestServer {
             .map(|(t, s)| (t, Redactor::new(s).unwrap()))
             .collect(),
     );
-    let state = AppState::with_secrets(
-        store,
-        Arc::new(KeyAuthenticator::new(registry)),
-        Arc::new(secrets),
-        options.config,
-    );
+    let state = AppState::builder(store, Arc::new(KeyAuthenticator::new(registry)))
+        .secrets(Arc::new(secrets))
+        .config(options.config)
+        .build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,6 +1,6 @@
 //! The PostgreSQL store against a real server: the backend battery on one store and across
 //! replicas, replica races (in one process and as processes killed with SIGKILL), migrations,
-//! keys, outages and the stored data model.
+//! keys, outages, the stored data model, and TLS to the server (`tls`, on clusters of its own).
 //!
 //! The server is `WSP_TEST_POSTGRES_URL`, or else a throwaway cluster shared by the test
 //! binaries of one `cargo test` (see `wsp-pgtest` and the crate docs); the binary says on stderr
@@ -9,11 +9,12 @@
 
 mod support;
 
-mod approvals;
 mod battery;
 mod idempotency;
 mod keys;
 mod kill;
 mod model;
 mod outage;
+mod registries;
 mod replicas;
+mod tls;

@@ -366,8 +366,9 @@ async fn store_via_relay(url: &str, schema: &TestSchema) -> (Relay, PgStore) {
     (relay, store)
 }
 
-/// The database goes away: every call says `Unavailable` promptly and clearly, a write made
-/// meanwhile is not stored; it comes back: the same store serves again by itself.
+/// The database goes away: every call, readiness included, says `Unavailable` promptly and
+/// clearly, a write made meanwhile is not stored; it comes back: the same store is ready and
+/// serves again by itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_database_is_unavailable_then_recovers() {
     let url = database_url();
@@ -389,12 +390,15 @@ async fn a_lost_database_is_unavailable_then_recovers() {
     );
     assert_unavailable(store.list(&a, &wsp_types::WorkspacePrefix::all()).await);
     assert_unavailable(store.key_registry().list().await);
+    // What `GET /readyz` answers 503 with while the database is away.
+    assert_unavailable(store.ready().await);
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "failing takes no longer than the timeouts"
     );
 
     relay.restore().await;
+    store.ready().await.expect("ready again by itself");
     let got = store.get(&a, &p, None).await.expect("recovers by itself");
     assert_eq!(got, v1, "the write made during the outage was not stored");
     let v2 = store
@@ -548,7 +552,7 @@ async fn internal_errors_never_quote_content() {
         other => panic!("expected Internal, got {other:?}"),
     };
     assert!(message.contains("23514"), "{message}");
-    let hex: String = content.bytes().map(|b| format!("{b:02x}")).collect();
+    let hex = wsp_types::hex(content.as_bytes());
     for leak in [content, "TOP-SECRET", &hex[..20]] {
         assert!(!message.contains(leak), "{message}");
     }

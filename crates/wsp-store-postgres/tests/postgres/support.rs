@@ -113,7 +113,8 @@ macro_rules! delegate_store {
             wsp_store::forward_store!(|$this| $pick;
                 limits, features, list, get, put, delete, history, snapshot, snapshot_usage,
                 snapshot_within, snapshot_info, release_snapshot, open_snapshots_before,
-                forget_released_snapshots, list_at, get_at, changes, subscribe);
+                count_open_snapshots, forget_released_snapshots, list_at, get_at, changes,
+                subscribe);
         }
     };
 }

@@ -161,7 +161,7 @@ pub(crate) fn content_etag(bytes: &[u8]) -> ETag {
 }
 
 fn etag_of_digest(digest: &[u8]) -> ETag {
-    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    let hex = wsp_types::hex(&digest[..digest.len().min(12)]);
     ETag::from_wire(format!("\"sha256-{hex}\""))
 }
 

@@ -112,7 +112,8 @@ impl RecordingStore {
 impl WorkspaceStore for RecordingStore {
     wsp_store::forward_store!(|this| { this.record(); &this.inner };
         limits, list, get, put, delete, history, snapshot, snapshot_info, release_snapshot,
-        open_snapshots_before, forget_released_snapshots, list_at, get_at, changes, subscribe);
+        open_snapshots_before, count_open_snapshots, forget_released_snapshots, list_at, get_at,
+        changes, subscribe);
 }
 
 /// A filesystem over `entries` (prefix, scope, mount) with a fresh memory Virtual Store.

@@ -1,31 +1,39 @@
-//! Every `vfs_path` and `disk_setups` case of `shared/vectors/paths.json`, copied here as data.
+//! Every `vfs_path` and `disk_setups` case of the repository's `conformance/vectors/paths.json`:
+//! the `vfs_path` cases read from the file, the `disk_setups` built here (one per case, by name).
 
 use serde_json::json;
 use wsp_vfs::{AccessScope, ErrorCode, MountConfig, MountTable, Vfs, WorkspaceConfig};
 
 use crate::support::{Disk, outcome, read};
 
-/// `(path, op, expect)`: `op` `None` means every tool that takes a path must answer `expect`
-/// (for `ok`: the natural operations on the path succeed).
-const VFS_PATH: &[(&str, Option<&str>, &str)] = &[
-    ("/ws/a.md", None, "ok"),
-    ("/ws", None, "ok"),
-    ("/ws/", None, "ok"),
-    ("/ws_evil/a.md", None, "permission_denied"),
-    ("/w", None, "permission_denied"),
-    ("/ws/../etc/passwd", None, "invalid_path"),
-    ("/ws/a/../../x", None, "invalid_path"),
-    ("..", None, "invalid_path"),
-    ("ws/a.md", None, "invalid_path"),
-    ("/ws\\..\\x", None, "invalid_path"),
-    ("/ws/a\u{0}.md", None, "invalid_path"),
-    ("~/x", None, "invalid_path"),
-    ("C:\\x", None, "invalid_path"),
-    ("/etc/passwd", None, "permission_denied"),
-    ("/ws/report..final.md", None, "ok"),
-    ("/ws/ro/x.md", Some("write_file"), "permission_denied"),
-    ("/ws/ro/x.md", Some("read_file"), "not_found"),
-];
+/// The repository's adversarial vectors, `conformance/vectors/paths.json`, read at run time.
+fn vectors() -> serde_json::Value {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../conformance/vectors/paths.json");
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    serde_json::from_str(&text).expect("the vectors are JSON")
+}
+
+/// The `vfs_path` group as `(path, op, expect)`: `op` `None` means every tool that takes a path
+/// must answer `expect` (for `ok`: the natural operations on the path succeed).
+fn vfs_path_cases() -> Vec<(String, Option<String>, String)> {
+    let cases: Vec<_> = vectors()["vfs_path"]
+        .as_array()
+        .expect("a vfs_path group")
+        .iter()
+        .map(|v| {
+            let text = |key: &str| v[key].as_str().map(str::to_owned);
+            (
+                text("path").expect("path"),
+                text("op"),
+                text("expect").expect("expect"),
+            )
+        })
+        .collect();
+    assert!(cases.len() >= 17, "only {} vfs_path vectors", cases.len());
+    cases
+}
 
 /// The vectors' table: `/ws` (rw, physical root R) and `/ws/ro` (ro).
 fn vectors_vfs(disk: &Disk) -> Vfs {
@@ -72,7 +80,8 @@ const PATH_TOOLS: [&str; 7] = [
 async fn vfs_path_vectors() {
     let disk = Disk::new();
     let vfs = vectors_vfs(&disk);
-    for &(path, op, expect) in VFS_PATH {
+    for (path, op, expect) in &vfs_path_cases() {
+        let (path, op, expect) = (path.as_str(), op.as_deref(), expect.as_str());
         match (op, expect) {
             (Some(tool), expect) => {
                 let got = outcome(&vfs, tool, args_for(tool, path)).await;
@@ -212,6 +221,18 @@ fn setups() -> Vec<Setup> {
             Expect::Denied,
         ),
     ]
+}
+
+#[test]
+fn every_disk_setup_vector_has_a_setup_here() {
+    let names: Vec<&str> = setups().iter().map(|s| s.0).collect();
+    let doc = vectors();
+    let cases = doc["disk_setups"].as_array().expect("a disk_setups group");
+    assert!(cases.len() >= 6, "only {} disk setups", cases.len());
+    for case in cases {
+        let name = case["name"].as_str().expect("name");
+        assert!(names.contains(&name), "no setup for the vector {name:?}");
+    }
 }
 
 #[tokio::test]

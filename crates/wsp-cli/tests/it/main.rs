@@ -1,0 +1,28 @@
+//! Integration tests of wsp-cli, one binary: the `wsp` binary as users, operators, MCP hosts and
+//! deployment recipes drive it (serve, keys, files, agents, context, backup and restore, TLS,
+//! PostgreSQL replicas, metrics, shutdown, durability under `kill -9`), and its help texts as
+//! committed insta snapshots. Each module is one area; `support` starts and stops `wsp`.
+//!
+//! One area: `cargo test -p wsp-cli --test it deploy::` (the module's name and `::`).
+
+mod agents;
+mod backup;
+mod cli;
+mod connections;
+mod context;
+mod data_modes;
+mod deploy;
+mod help;
+mod mcp;
+mod mcp_resources;
+mod metrics;
+mod operations;
+mod postgres;
+mod run_limits;
+mod serve_tls;
+mod shutdown;
+mod support;
+mod sync;
+mod terminal;
+mod tls;
+mod watch;

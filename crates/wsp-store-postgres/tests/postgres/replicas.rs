@@ -381,6 +381,35 @@ async fn notices_cross_replicas_and_survive_a_lost_listener() {
     assert_eq!(heard, 5, "listening again");
 }
 
+/// A store listens before `connect` returns: a commit made through another replica right
+/// after a fresh replica connected reaches that replica's subscribers (the listening session
+/// is not still being set up while the commit's notice goes out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fresh_replica_hears_the_next_commit_elsewhere() {
+    let url = database_url();
+    let schema = TestSchema::new(&url);
+    let writer = schema.store(Limits::default()).await;
+    let (a, never) = (owner("a"), owner("never"));
+    for round in 1..=20u64 {
+        let fresh = schema.store(Limits::default()).await;
+        let mut rx = fresh.subscribe().expect("the store notifies");
+        writer
+            .put(
+                &a,
+                &path("n.md"),
+                FileWrite::markdown(format!("round {round}")),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            next_notice(&mut rx, &a, &never).await,
+            round,
+            "round {round}"
+        );
+    }
+}
+
 /// Snapshots taken through one replica while others write and delete: each one shows exactly
 /// the state that the feed describes up to its sequence number, and every retained row is
 /// released with it.

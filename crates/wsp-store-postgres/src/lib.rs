@@ -42,8 +42,10 @@
 //!   [`PgOptions::feed_retention`] per owner) and runs `pg_notify` in its transaction. Each
 //!   store `LISTEN`s on one extra connection and passes the notices of its schema to its
 //!   subscribers ([`WorkspaceStore::subscribe`]), so a replica's subscribers hear of commits
-//!   made through any replica; the listener reconnects by itself and then re-announces every
-//!   owner's head, since notices are wake-up calls and readers re-read the feed.
+//!   made through any replica. [`PgStore::connect`] returns only once that connection listens
+//!   (so no commit made elsewhere after it returns goes unheard); the listener reconnects by
+//!   itself and then re-announces every owner's head, since notices are wake-up calls and
+//!   readers re-read the feed.
 //! - **Failures.** A lost connection, a timeout or an overloaded server is
 //!   [`StoreError::Unavailable`] (503 at the HTTP edge); a call that failed before `COMMIT` was
 //!   sent is retried on a fresh connection first (twice at most). When the connection is lost
@@ -405,8 +407,9 @@ impl PgStore {
     /// Connects to the database at `url` (a `postgres://` URL or a `key=value` string, as
     /// `tokio-postgres` reads them), creating the schema and applying pending migrations.
     ///
-    /// Fails when the database cannot be reached within [`PgOptions::connect_timeout`], or the
-    /// schema was migrated by a newer wsp. Without an `application_name` in the URL, sessions
+    /// Fails when the database cannot be reached within [`PgOptions::connect_timeout`] (the
+    /// change-notice connection included: the store is returned listening), or the schema was
+    /// migrated by a newer wsp. Without an `application_name` in the URL, sessions
     /// are named `wsp` (visible in `pg_stat_activity`).
     pub async fn connect(
         url: &str,
@@ -418,7 +421,7 @@ impl PgStore {
         let sql = FileSql::new(db.schema(), &replica);
         let snapshots = SnapshotSql::new(db.schema());
         let (notices, _) = broadcast::channel(NOTICE_CAPACITY);
-        let listener = listener::spawn(
+        let (listener, listening) = listener::spawn(
             listener::Settings {
                 config: db.config.clone(),
                 tls: db.tls.clone(),
@@ -428,6 +431,19 @@ impl PgStore {
             },
             notices.clone(),
         );
+        // Handed out only once it listens: a subscriber must hear of every commit made through
+        // another replica after this returns.
+        match tokio::time::timeout(options.connect_timeout, listening).await {
+            Ok(Ok(())) => {}
+            _ => {
+                return Err(ConnectError::Unreachable {
+                    reason: format!(
+                        "the change-notice connection did not start listening within {:?}",
+                        options.connect_timeout
+                    ),
+                });
+            }
+        }
         Ok(Self {
             inner: Arc::new(Inner {
                 db,

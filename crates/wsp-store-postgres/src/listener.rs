@@ -12,7 +12,7 @@
 use std::future::poll_fn;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Config, Notification};
 use wsp_store::ChangeNotice;
@@ -57,19 +57,29 @@ pub(crate) struct Settings {
     pub(crate) ping: Duration,
 }
 
-/// Starts listening in the background (within the current Tokio runtime).
-pub(crate) fn spawn(settings: Settings, notices: broadcast::Sender<ChangeNotice>) -> Listener {
-    Listener {
-        task: tokio::spawn(run(settings, notices)),
-    }
+/// Starts listening in the background (within the current Tokio runtime). The receiver
+/// completes once the first session is listening: from then on no commit of another replica
+/// goes unheard (a store waits for it before it is handed out).
+pub(crate) fn spawn(
+    settings: Settings,
+    notices: broadcast::Sender<ChangeNotice>,
+) -> (Listener, oneshot::Receiver<()>) {
+    let (listening, first) = oneshot::channel();
+    let task = tokio::spawn(run(settings, notices, listening));
+    (Listener { task }, first)
 }
 
-async fn run(settings: Settings, notices: broadcast::Sender<ChangeNotice>) {
+async fn run(
+    settings: Settings,
+    notices: broadcast::Sender<ChangeNotice>,
+    listening: oneshot::Sender<()>,
+) {
     let heads = settings.schema.render(HEADS);
     let mut backoff = FIRST_BACKOFF;
     let mut reconnect = false;
+    let mut listening = Some(listening);
     loop {
-        if let Ok(true) = session(&settings, &heads, &notices, reconnect).await {
+        if let Ok(true) = session(&settings, &heads, &notices, reconnect, &mut listening).await {
             backoff = FIRST_BACKOFF;
         }
         reconnect = true;
@@ -87,12 +97,14 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// One listening connection, until it breaks. `Ok(true)` when it got as far as listening.
+/// One listening connection, until it breaks. `Ok(true)` when it got as far as listening;
+/// `listening` is told the first time that happens.
 async fn session(
     settings: &Settings,
     heads: &str,
     notices: &broadcast::Sender<ChangeNotice>,
     catch_up: bool,
+    listening: &mut Option<oneshot::Sender<()>>,
 ) -> Result<bool, tokio_postgres::Error> {
     let connect =
         tokio::time::timeout(settings.ping, settings.config.connect(settings.tls.clone()));
@@ -111,7 +123,7 @@ async fn session(
             }
         }
     }));
-    let Ok(listening) = tokio::time::timeout(
+    let Ok(listening_now) = tokio::time::timeout(
         settings.ping,
         client.batch_execute(&format!("LISTEN {CHANNEL}")),
     )
@@ -119,7 +131,10 @@ async fn session(
     else {
         return Ok(false);
     };
-    listening?;
+    listening_now?;
+    if let Some(tell) = listening.take() {
+        let _ = tell.send(());
+    }
     if catch_up {
         let Ok(rows) = tokio::time::timeout(settings.ping, client.query(heads, &[])).await else {
             return Ok(true);

@@ -35,7 +35,7 @@
 //! };
 //! put("AGENTS.md", "You review pull requests.\n".into()).await;
 //! put("MEMORY.md", "- the team prefers small PRs\n".repeat(500)).await;
-//! let run = store.snapshot(&owner, "run-1").await.unwrap();
+//! let run = store.snapshot(&owner, &"run-1".into()).await.unwrap();
 //!
 //! let source = StoreSource::at_snapshot(store.clone(), owner.clone(), run.id);
 //! let ctx = assemble(&source, &ContextConfig::new(1000)).await.unwrap();

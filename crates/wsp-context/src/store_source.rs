@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use wsp_store::{StoreError, WorkspaceStore};
+use wsp_store::{SnapshotId, StoreError, WorkspaceStore};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::source::{ContextSource, Entry, ReadOutcome, SourceError, SourceFuture};
@@ -24,7 +24,7 @@ use crate::source::{ContextSource, Entry, ReadOutcome, SourceError, SourceFuture
 /// let owner = Owner::parse("t", "w").unwrap();
 /// let agents = WorkspacePath::parse("AGENTS.md").unwrap();
 /// store.put(&owner, &agents, FileWrite::markdown("v1"), Precondition::None).await.unwrap();
-/// let pinned = store.snapshot(&owner, "run-1").await.unwrap();
+/// let pinned = store.snapshot(&owner, &"run-1".into()).await.unwrap();
 /// store.put(&owner, &agents, FileWrite::markdown("v2"), Precondition::None).await.unwrap();
 ///
 /// let source = StoreSource::at_snapshot(store, owner, pinned.id);
@@ -35,7 +35,7 @@ use crate::source::{ContextSource, Entry, ReadOutcome, SourceError, SourceFuture
 pub struct StoreSource {
     store: Arc<dyn WorkspaceStore>,
     owner: Owner,
-    snapshot: Option<String>,
+    snapshot: Option<SnapshotId>,
 }
 
 impl std::fmt::Debug for StoreSource {
@@ -58,23 +58,19 @@ impl StoreSource {
     }
 
     /// The owner's files as of the open snapshot `id` (see `WorkspaceStore::snapshot`).
-    pub fn at_snapshot(
-        store: Arc<dyn WorkspaceStore>,
-        owner: Owner,
-        id: impl Into<String>,
-    ) -> Self {
+    pub fn at_snapshot(store: Arc<dyn WorkspaceStore>, owner: Owner, id: SnapshotId) -> Self {
         Self {
             store,
             owner,
-            snapshot: Some(id.into()),
+            snapshot: Some(id),
         }
     }
 
     /// A `NotFound` from a snapshot read means a missing file only while the snapshot is open.
-    async fn snapshot_still_open(&self, id: &str) -> Result<(), SourceError> {
+    async fn snapshot_still_open(&self, id: &SnapshotId) -> Result<(), SourceError> {
         match self.store.snapshot_info(&self.owner, id).await {
             Ok(info) if info.released.is_none() => Ok(()),
-            Ok(_) | Err(StoreError::NotFound) => Err(SourceError::SnapshotGone(id.to_owned())),
+            Ok(_) | Err(StoreError::NotFound) => Err(SourceError::SnapshotGone(id.to_string())),
             Err(e) => Err(unavailable(e)),
         }
     }
@@ -97,7 +93,9 @@ impl ContextSource for StoreSource {
             let metas = match &self.snapshot {
                 Some(id) => match self.store.list_at(&self.owner, id, prefix).await {
                     Ok(metas) => metas,
-                    Err(StoreError::NotFound) => return Err(SourceError::SnapshotGone(id.clone())),
+                    Err(StoreError::NotFound) => {
+                        return Err(SourceError::SnapshotGone(id.to_string()));
+                    }
                     Err(e) => return Err(unavailable(e)),
                 },
                 None => self

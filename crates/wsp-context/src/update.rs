@@ -99,7 +99,7 @@ pub(crate) async fn update_file<F>(
     store: &dyn WorkspaceStore,
     owner: &Owner,
     path: &WorkspacePath,
-    content_type: &str,
+    content_type: &'static str,
     options: &WriteOptions,
     mut change: F,
 ) -> Result<Updated, WriteError>
@@ -111,7 +111,7 @@ where
         let current = match store.get(owner, path, None).await {
             Ok(file) => Some(file),
             Err(StoreError::NotFound) => None,
-            Err(StoreError::Unavailable(_)) if attempt < attempts => {
+            Err(StoreError::Unavailable { .. }) if attempt < attempts => {
                 tokio::time::sleep(options.retry.backoff(attempt)).await;
                 continue;
             }
@@ -124,7 +124,7 @@ where
         };
         let write = FileWrite {
             content,
-            content_type: content_type.to_owned(),
+            content_type: wsp_types::MediaType::from_static(content_type),
             author: options.author.clone(),
         };
         match store.put(owner, path, write, precondition).await {

@@ -18,7 +18,7 @@ pub(crate) fn version(v: u64) -> NonZeroU64 {
 
 fn meta(m: FileMeta) -> WorkspaceFileMeta {
     WorkspaceFileMeta {
-        content_type: m.content_type,
+        content_type: m.content_type.into_string(),
         etag: Some(m.etag.into_string()),
         path: m.path,
         updated_at: m.updated_at,
@@ -35,7 +35,7 @@ pub fn file(f: StoredFile) -> Vec<u8> {
     let m = f.meta;
     to_vec(&WorkspaceFile {
         content: f.content,
-        content_type: m.content_type,
+        content_type: m.content_type.into_string(),
         etag: Some(m.etag.into_string()),
         path: m.path,
         updated_at: m.updated_at,

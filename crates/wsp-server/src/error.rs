@@ -97,7 +97,7 @@ impl ApiError {
             )
             .with_detail("currentVersion", current_version),
             StoreError::TooLarge { limit, max } => Self::too_large(limit, max),
-            StoreError::Unavailable(cause) => {
+            StoreError::Unavailable { reason: cause, .. } => {
                 let id = correlation_id();
                 tracing::warn!(correlation_id = %id, error = %cause, "store unavailable");
                 Self::new(
@@ -114,7 +114,8 @@ impl ApiError {
                 ErrorCode::CapabilityNotProvided,
                 format!("this host's store does not support {what}"),
             ),
-            StoreError::Internal(cause) => Self::internal(&cause),
+            StoreError::Internal { reason: cause, .. } => Self::internal(&cause),
+            other => Self::internal(&other.to_string()),
         }
     }
 }

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use wsp_agents::AgentRegistry;
-use wsp_store::{Precondition, StoreError};
+use wsp_store::{Precondition, SnapshotId, StoreError};
 use wsp_types::{ErrorCode, LimitKind, Scope, WorkspacePath, WorkspacePrefix};
 
 use crate::auth::{Caller, authenticate, bearer_token};
@@ -154,7 +154,7 @@ macro_rules! infallible {
     )*};
 }
 
-infallible!(State<AppState>, BearerToken, RunId);
+infallible!(State<AppState>, BearerToken);
 
 /// Extractors and the failures they answer, in the order they are checked.
 macro_rules! fallible {
@@ -170,6 +170,7 @@ macro_rules! fallible {
 fallible! {
     Registry => [NO_AGENTS];
     WsPath => [BAD_ENCODING, BAD_PATH];
+    RunId => [RUN_NOT_FOUND];
     AgentId => [BAD_ENCODING];
     ListPrefix => [BAD_QUERY];
     Version => [BAD_QUERY];
@@ -240,14 +241,18 @@ impl FromRequestParts<AppState> for AgentId {
     }
 }
 
-/// The route's `{runId}` as sent (a run id is lowercase hex, so there is nothing to decode).
-pub(crate) struct RunId(pub String);
+/// The route's `{runId}`: a snapshot id (lowercase hex, so there is nothing to decode); any
+/// other text names no run (404).
+pub(crate) struct RunId(pub SnapshotId);
 
 impl FromRequestParts<AppState> for RunId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
-        Ok(Self(raw_param(parts, "runId").to_owned()))
+        let raw = raw_param(parts, "runId");
+        SnapshotId::parse(raw)
+            .map(Self)
+            .ok_or_else(|| crate::runs::run_not_found(raw))
     }
 }
 

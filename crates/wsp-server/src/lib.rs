@@ -673,7 +673,7 @@ mod derived_errors {
             let answer = match token {
                 "all" => Ok(Some(caller(Scopes::all()))),
                 "none" => Ok(Some(caller(Scopes::NONE))),
-                "down" => Err(StoreError::Unavailable("the key registry is down".into())),
+                "down" => Err(StoreError::unavailable("the key registry is down")),
                 _ => Ok(None),
             };
             Box::pin(async move { answer })

@@ -9,8 +9,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
-use wsp_store::{QuotaExceeded, SnapshotInfo, SnapshotQuota, StoreError};
+use wsp_store::{
+    QuotaExceeded, RunMeta, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota, StoreError,
+};
 use wsp_types::wire::{Run, RunCreate, RunCreated, RunOwner, RunStatus, RunWorkspaceEntry};
 use wsp_types::{ErrorCode, Owner, WorkspacePrefix};
 
@@ -22,55 +23,38 @@ use crate::extract::{
 use crate::fails::{self, Documented, Failure};
 use crate::{AppState, encode};
 
-/// What a run keeps in its snapshot's label.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RunLabel {
-    workflow_id: String,
-    principal: String,
-    ttl_seconds: u64,
-}
-
-impl RunLabel {
-    /// Whether a run taken at `created_at` with this label has outlived its time to live.
-    fn expired(&self, created_at: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> bool {
-        now >= created_at + chrono::Duration::seconds(self.ttl_seconds as i64)
-    }
-}
-
 /// Where a run's status is read (`{RUNS}{runId}`).
 const RUNS: &str = "/v1/runs/";
 
-fn run_not_found(id: &str) -> ApiError {
+/// 404 for run `id` (as the caller sent it).
+pub(crate) fn run_not_found(id: &str) -> ApiError {
     ApiError::new(ErrorCode::NotFound, format!("no run {id:?}"))
-}
-
-fn valid_run_id(id: &str) -> bool {
-    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// Reads a run, ending it first when its time to live has passed.
 async fn load(
     state: &AppState,
     owner: &Owner,
-    id: &str,
-) -> Result<(SnapshotInfo, RunLabel), ApiError> {
-    if !valid_run_id(id) {
-        return Err(run_not_found(id));
-    }
+    id: &SnapshotId,
+) -> Result<(SnapshotInfo, RunMeta), ApiError> {
     let store = &state.inner.store;
     let mut info = store
         .snapshot_info(owner, id)
         .await
         .map_err(|e| map(e, id))?;
-    let label: RunLabel = serde_json::from_str(&info.label).map_err(|_| run_not_found(id))?;
-    if info.released.is_none() && label.expired(info.created_at, Utc::now()) {
+    // A snapshot that is not a run's is no run.
+    let meta = info
+        .label
+        .run()
+        .cloned()
+        .ok_or_else(|| run_not_found(id.as_str()))?;
+    if info.released.is_none() && meta.expired(info.created_at, Utc::now()) {
         info = store
             .release_snapshot(owner, id, "completed")
             .await
             .map_err(|e| map(e, id))?;
     }
-    Ok((info, label))
+    Ok((info, meta))
 }
 
 /// Open runs looked at per store call while sweeping.
@@ -101,11 +85,11 @@ pub async fn sweep_runs(state: &AppState) -> Result<RunSweep, StoreError> {
         let full = page.len() == SWEEP_PAGE;
         let mut all_ended = true;
         for (owner, info) in page {
-            let Ok(label) = serde_json::from_str::<RunLabel>(&info.label) else {
+            let Some(meta) = info.label.run() else {
                 all_ended = false;
                 continue;
             };
-            if !label.expired(info.created_at, now) {
+            if !meta.expired(info.created_at, now) {
                 all_ended = false;
                 continue;
             }
@@ -174,10 +158,10 @@ pub(crate) async fn sweep_forever(state: AppState) {
     }
 }
 
-fn map(e: StoreError, id: &str) -> ApiError {
+fn map(e: StoreError, id: &SnapshotId) -> ApiError {
     match e {
-        StoreError::NotFound => run_not_found(id),
-        other => ApiError::from_store(other, id),
+        StoreError::NotFound => run_not_found(id.as_str()),
+        other => ApiError::from_store(other, id.as_str()),
     }
 }
 
@@ -193,7 +177,7 @@ async fn run_document(
     state: &AppState,
     owner: &Owner,
     info: &SnapshotInfo,
-    label: RunLabel,
+    meta: RunMeta,
 ) -> Result<Run, ApiError> {
     let workspace = if info.released.is_none() {
         let files = state
@@ -218,10 +202,10 @@ async fn run_document(
             tenant: owner.tenant.to_string(),
             workspace: owner.workspace.to_string(),
         },
-        run_id: info.id.clone(),
+        run_id: info.id.to_string(),
         started_at: info.created_at,
         status: status_of(info),
-        workflow_id: label.workflow_id,
+        workflow_id: meta.workflow_id,
         workspace,
     })
 }
@@ -333,7 +317,7 @@ pub(crate) async fn create(
     let status_url = format!("{RUNS}{}", info.id);
     let created = RunCreated {
         events_url: format!("/v1/host/workspace/events?since={}", info.seq),
-        run_id: info.id.clone(),
+        run_id: info.id.to_string(),
         status: RunStatus::Running,
         status_url: Some(status_url.clone()),
     };
@@ -350,12 +334,11 @@ async fn start(
     workflow_id: String,
 ) -> Result<SnapshotInfo, ApiError> {
     crate::secrets::refuse_secret(state, &caller.owner, "workflowId", &workflow_id)?;
-    let label = RunLabel {
+    let label = SnapshotLabel::Run(RunMeta::new(
         workflow_id,
-        principal: caller.principal.clone(),
-        ttl_seconds: state.inner.config.run_ttl.as_secs(),
-    };
-    let label = serde_json::to_string(&label).expect("labels serialize");
+        caller.principal.clone(),
+        state.inner.config.run_ttl,
+    ));
     let quota = run_quota(&state.inner.config);
     let taken = state
         .inner
@@ -394,8 +377,8 @@ pub(crate) async fn get_run(
     auth: Authed<RunsRead>,
     RunId(id): RunId,
 ) -> Result<Reply, ApiError> {
-    let (info, label) = load(&state, &auth.owner, &id).await?;
-    let run = run_document(&state, &auth.owner, &info, label).await?;
+    let (info, meta) = load(&state, &auth.owner, &id).await?;
+    let run = run_document(&state, &auth.owner, &info, meta).await?;
     Ok(Reply::json(&run))
 }
 
@@ -429,7 +412,7 @@ pub(crate) async fn cancel(
     auth: Authed<RunsCreate>,
     RunId(id): RunId,
 ) -> Result<Reply, ApiError> {
-    let (info, label) = load(&state, &auth.owner, &id).await?;
+    let (info, meta) = load(&state, &auth.owner, &id).await?;
     let info = if info.released.is_none() {
         let released = state
             .inner
@@ -439,7 +422,7 @@ pub(crate) async fn cancel(
     } else {
         info
     };
-    let run = run_document(&state, &auth.owner, &info, label).await?;
+    let run = run_document(&state, &auth.owner, &info, meta).await?;
     Ok(Reply::json(&run))
 }
 
@@ -547,12 +530,5 @@ mod tests {
             sweep_interval(Duration::from_secs(86_400)),
             Duration::from_secs(60)
         );
-    }
-
-    #[test]
-    fn run_paths() {
-        assert!(valid_run_id(&"a".repeat(32)));
-        assert!(!valid_run_id(&"A".repeat(32)));
-        assert!(!valid_run_id("abc"));
     }
 }

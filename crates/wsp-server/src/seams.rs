@@ -3,7 +3,7 @@
 use axum::extract::State;
 use serde::Deserialize;
 use wsp_store::{FileWrite, Precondition, WorkspaceStore};
-use wsp_types::{ETag, Owner, WorkspacePath, WorkspacePrefix};
+use wsp_types::{ETag, MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::error::ApiError;
 use crate::extract::{AnyScope, Authed, JsonBody, OrWire, Reply};
@@ -95,7 +95,10 @@ async fn put(store: &dyn WorkspaceStore, owner: &Owner, op: SampleOp) -> Result<
         .ok_or_else(|| ApiError::validation("content is required"))?;
     let write = FileWrite {
         content,
-        content_type: op.content_type.unwrap_or_else(|| "text/markdown".into()),
+        content_type: match op.content_type {
+            None => MediaType::markdown(),
+            Some(t) => MediaType::parse(&t).map_err(|_| crate::files::bad_media_type())?,
+        },
         author: Some("test-seam".into()),
     };
     let file = store.put(owner, &path, write, pre).await;

@@ -108,7 +108,7 @@ async fn measure(store: &Arc<PgStore>) -> Result<(), Box<dyn std::error::Error>>
 
     let start = Instant::now();
     for _ in 0..ROUNDS / 10 {
-        let snap = store.snapshot(&owner, "timing").await?;
+        let snap = store.snapshot(&owner, &"timing".into()).await?;
         store.release_snapshot(&owner, &snap.id, "done").await?;
     }
     row(

@@ -140,9 +140,8 @@ impl ApprovalRegistry for PgApprovals {
                     .map(|row| {
                         let (tenant, workspace): (&str, &str) = (row.try_get(0)?, row.try_get(1)?);
                         let owner = Owner::parse(tenant, workspace).map_err(|_| {
-                            Failure::Answer(StoreError::Internal(
-                                "postgres approval list: a stored approval has an invalid owner"
-                                    .into(),
+                            Failure::Answer(StoreError::internal(
+                                "postgres approval list: a stored approval has an invalid owner",
                             ))
                         })?;
                         Ok(Approval {

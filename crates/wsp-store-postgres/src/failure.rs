@@ -94,56 +94,73 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 /// The error a call returns for `e` once it will not be tried again.
-fn store_error(op: &str, e: &tokio_postgres::Error, committing: bool) -> StoreError {
-    match classify(e) {
-        Class::Lost if committing => StoreError::Unavailable(format!(
-            "the PostgreSQL connection was lost while committing {op}; the change may or may \
-             not have been applied ({})",
-            describe(e)
-        )),
-        Class::Lost => StoreError::Unavailable(format!(
-            "the PostgreSQL connection was lost during {op} ({})",
-            describe(e)
-        )),
-        Class::Timeout => StoreError::Unavailable(format!(
-            "PostgreSQL did not complete {op} in time ({})",
-            describe(e)
-        )),
-        Class::Overloaded => StoreError::Unavailable(format!(
-            "PostgreSQL cannot serve {op} now ({})",
-            describe(e)
-        )),
-        Class::Contention => StoreError::Unavailable(format!(
-            "{op} kept colliding with concurrent transactions ({})",
-            describe(e)
-        )),
-        Class::Other => StoreError::Internal(format!("postgres {op}: {}", describe(e))),
+fn store_error(op: &str, e: tokio_postgres::Error, committing: bool) -> StoreError {
+    let (retryable, reason) = match classify(&e) {
+        Class::Lost if committing => (
+            true,
+            format!(
+                "the PostgreSQL connection was lost while committing {op}; the change may or \
+                 may not have been applied ({})",
+                describe(&e)
+            ),
+        ),
+        Class::Lost => (
+            true,
+            format!(
+                "the PostgreSQL connection was lost during {op} ({})",
+                describe(&e)
+            ),
+        ),
+        Class::Timeout => (
+            true,
+            format!(
+                "PostgreSQL did not complete {op} in time ({})",
+                describe(&e)
+            ),
+        ),
+        Class::Overloaded => (
+            true,
+            format!("PostgreSQL cannot serve {op} now ({})", describe(&e)),
+        ),
+        Class::Contention => (
+            true,
+            format!(
+                "{op} kept colliding with concurrent transactions ({})",
+                describe(&e)
+            ),
+        ),
+        Class::Other => (false, format!("postgres {op}: {}", describe(&e))),
+    };
+    if retryable {
+        StoreError::unavailable_from(reason, e)
+    } else {
+        StoreError::internal_from(reason, e)
     }
 }
 
 /// The error for a connection the pool could not hand out.
 pub(crate) fn pool_error(op: &str, e: PoolError) -> StoreError {
     match e {
-        PoolError::Timeout(TimeoutType::Wait) => StoreError::Unavailable(format!(
+        PoolError::Timeout(TimeoutType::Wait) => StoreError::unavailable(format!(
             "no PostgreSQL connection became free for {op} within the acquire timeout"
         )),
-        PoolError::Timeout(TimeoutType::Create) => StoreError::Unavailable(format!(
+        PoolError::Timeout(TimeoutType::Create) => StoreError::unavailable(format!(
             "cannot connect to PostgreSQL for {op}: the connect timeout expired"
         )),
-        PoolError::Timeout(TimeoutType::Recycle) => StoreError::Unavailable(format!(
+        PoolError::Timeout(TimeoutType::Recycle) => StoreError::unavailable(format!(
             "cannot reuse a PostgreSQL connection for {op}: the check timed out"
         )),
-        PoolError::Backend(e) => StoreError::Unavailable(format!(
-            "cannot connect to PostgreSQL for {op} ({})",
-            describe(&e)
-        )),
+        PoolError::Backend(e) => StoreError::unavailable_from(
+            format!("cannot connect to PostgreSQL for {op} ({})", describe(&e)),
+            e,
+        ),
         PoolError::Closed => {
-            StoreError::Unavailable(format!("the PostgreSQL store was closed before {op}"))
+            StoreError::unavailable(format!("the PostgreSQL store was closed before {op}"))
         }
         PoolError::NoRuntimeSpecified => {
-            StoreError::Internal(format!("postgres {op}: the pool has no runtime"))
+            StoreError::internal(format!("postgres {op}: the pool has no runtime"))
         }
-        PoolError::PostCreateHook(e) => StoreError::Unavailable(format!(
+        PoolError::PostCreateHook(e) => StoreError::unavailable(format!(
             "cannot prepare a PostgreSQL connection for {op} ({e})"
         )),
     }
@@ -201,7 +218,7 @@ impl Attempts {
                 } else {
                     ""
                 };
-                return Err(StoreError::Unavailable(format!(
+                return Err(StoreError::unavailable(format!(
                     "PostgreSQL did not answer {} within {} ms, so its connection was \
                      dropped{outcome}",
                     self.op,
@@ -221,7 +238,7 @@ impl Attempts {
         if retry && self.tries < MAX_TRIES {
             Ok(())
         } else {
-            Err(store_error(self.op, &error, committing))
+            Err(store_error(self.op, error, committing))
         }
     }
 }

@@ -22,7 +22,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 use wsp_store::write::{self, Current, PutDecision, StoredColumns, prefix_end, stored_life};
 use wsp_store::{Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError};
-use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+use wsp_types::{MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::failure::Failure;
 use crate::listener::notify_expression;
@@ -268,9 +268,7 @@ pub(crate) async fn list(
         .map(|row| {
             let raw: &str = row.try_get(6)?;
             let path = WorkspacePath::parse(raw).map_err(|_| {
-                StoreError::Internal(
-                    "postgres list: a stored path is not a valid workspace path".into(),
-                )
+                StoreError::internal("postgres list: a stored path is not a valid workspace path")
             })?;
             meta(row, path)
         })
@@ -334,9 +332,8 @@ pub(crate) async fn get(
     .ok_or(StoreError::NotFound)?;
     let meta = meta(&row, path.clone())?;
     let content: Vec<u8> = row.try_get(6)?;
-    let content = String::from_utf8(content).map_err(|_| {
-        StoreError::Internal("postgres get: stored content is not valid UTF-8".into())
-    })?;
+    let content = String::from_utf8(content)
+        .map_err(|_| StoreError::internal("postgres get: stored content is not valid UTF-8"))?;
     Ok((meta, content))
 }
 
@@ -445,7 +442,7 @@ pub(crate) async fn put(
                 &seq,
                 &i64::from(decided.creates),
                 &prune_through,
-                &write.content_type,
+                &write.content_type.as_str(),
                 &write.author,
                 &size,
                 &write.content.as_bytes(),
@@ -507,12 +504,17 @@ pub(crate) async fn delete(
 
 /// Metadata from columns 0..=5: life, version, content_type, author, updated_at, size.
 pub(crate) fn meta(row: &Row, path: WorkspacePath) -> Result<FileMeta, Failure> {
+    let content_type = MediaType::parse(row.try_get(2)?).map_err(|_| {
+        Failure::Answer(StoreError::internal(
+            "postgres: a stored media type is not valid",
+        ))
+    })?;
     Ok(write::file_meta(
         path,
         StoredColumns {
             life: row.try_get(0)?,
             version: row.try_get(1)?,
-            content_type: row.try_get(2)?,
+            content_type,
             author: row.try_get(3)?,
             updated_at: row.try_get(4)?,
             size: row.try_get(5)?,

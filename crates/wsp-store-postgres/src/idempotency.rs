@@ -101,7 +101,7 @@ impl PgStore {
 }
 
 fn internal(what: impl fmt::Display) -> Failure {
-    Failure::Answer(StoreError::Internal(format!(
+    Failure::Answer(StoreError::internal(format!(
         "postgres idempotency claim: {what}"
     )))
 }

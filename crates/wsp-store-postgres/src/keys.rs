@@ -90,7 +90,7 @@ impl PgKeyRegistry {
 }
 
 fn internal(op: &str, what: impl fmt::Display) -> Failure {
-    Failure::Answer(StoreError::Internal(format!("postgres {op}: {what}")))
+    Failure::Answer(StoreError::internal(format!("postgres {op}: {what}")))
 }
 
 fn record(row: &Row) -> Result<KeyRecord, Failure> {

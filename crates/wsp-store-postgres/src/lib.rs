@@ -106,8 +106,9 @@ use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, R
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
-    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, check_file_size,
+    Precondition, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota,
+    SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
+    check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -316,7 +317,8 @@ impl Database {
             }
             ConnectError::Unreachable {
                 reason: match failure::pool_error("connect", e) {
-                    StoreError::Unavailable(reason) | StoreError::Internal(reason) => reason,
+                    StoreError::Unavailable { reason, .. }
+                    | StoreError::Internal { reason, .. } => reason,
                     other => other.to_string(),
                 },
             }
@@ -518,7 +520,7 @@ impl WorkspaceStore for PgStore {
             if applied == SCHEMA_VERSION {
                 Ok(())
             } else {
-                Err(StoreError::Unavailable(format!(
+                Err(StoreError::unavailable(format!(
                     "schema at migration {applied}, this build needs {SCHEMA_VERSION}"
                 )))
             }
@@ -620,7 +622,11 @@ impl WorkspaceStore for PgStore {
         })
     }
 
-    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+    fn snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a SnapshotLabel,
+    ) -> StoreFuture<'a, SnapshotInfo> {
         let inner = &self.inner;
         Box::pin(async move {
             retrying!(inner.db, Attempts::write("snapshot"), |client| {
@@ -641,7 +647,7 @@ impl WorkspaceStore for PgStore {
     fn snapshot_within<'a>(
         &'a self,
         owner: &'a Owner,
-        label: &'a str,
+        label: &'a SnapshotLabel,
         quota: SnapshotQuota,
     ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
         let inner = &self.inner;
@@ -659,7 +665,11 @@ impl WorkspaceStore for PgStore {
         })
     }
 
-    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+    fn snapshot_info<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a SnapshotId,
+    ) -> StoreFuture<'a, SnapshotInfo> {
         let inner = &self.inner;
         Box::pin(async move {
             retrying!(inner.db, Attempts::read("snapshot info"), |client| {
@@ -708,7 +718,7 @@ impl WorkspaceStore for PgStore {
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,
-        id: &'a str,
+        id: &'a SnapshotId,
         outcome: &'a str,
     ) -> StoreFuture<'a, SnapshotInfo> {
         let inner = &self.inner;
@@ -729,7 +739,7 @@ impl WorkspaceStore for PgStore {
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         prefix: &'a WorkspacePrefix,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         let inner = &self.inner;
@@ -743,7 +753,7 @@ impl WorkspaceStore for PgStore {
     fn get_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, StoredFile> {
         let inner = &self.inner;

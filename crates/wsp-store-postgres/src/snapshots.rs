@@ -12,8 +12,8 @@ use deadpool_postgres::{Client, GenericClient};
 use tokio_postgres::Row;
 use wsp_store::write::prefix_end;
 use wsp_store::{
-    ChangeEvent, ChangePage, FileMeta, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage,
-    StoreError, new_snapshot_id,
+    ChangeEvent, ChangePage, FileMeta, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel,
+    SnapshotQuota, SnapshotUsage, StoreError,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -238,14 +238,14 @@ fn owner_params(owner: &Owner) -> (&str, &str) {
     (owner.tenant.as_str(), owner.workspace.as_str())
 }
 
-fn info(id: &str, row: &Row) -> Result<SnapshotInfo, Failure> {
+fn info(id: &SnapshotId, row: &Row) -> Result<SnapshotInfo, Failure> {
     let seq: i64 = row.try_get(0)?;
     let released_at: Option<DateTime<Utc>> = row.try_get(3)?;
     let outcome: Option<String> = row.try_get(4)?;
     Ok(SnapshotInfo {
-        id: id.to_owned(),
+        id: id.clone(),
         seq: seq as u64,
-        label: row.try_get(1)?,
+        label: SnapshotLabel::from_stored(row.try_get(1)?),
         created_at: row.try_get(2)?,
         released: released_at.zip(outcome),
     })
@@ -256,21 +256,24 @@ pub(crate) async fn take(
     client: &Client,
     sql: &SnapshotSql,
     owner: &Owner,
-    label: &str,
+    label: &SnapshotLabel,
 ) -> Result<SnapshotInfo, Failure> {
     let (tenant, workspace) = owner_params(owner);
-    let id = new_snapshot_id();
+    let id = SnapshotId::new();
     let stmt = client.prepare_cached(&sql.take).await?;
     // One statement in autocommit: once sent, it may have committed.
     let row = client
-        .query_one(&stmt, &[&tenant, &workspace, &id, &label])
+        .query_one(
+            &stmt,
+            &[&tenant, &workspace, &id.as_str(), &label.to_stored()],
+        )
         .await
         .map_err(Failure::Commit)?;
     let seq: i64 = row.try_get(0)?;
     Ok(SnapshotInfo {
         id,
         seq: seq as u64,
-        label: label.to_owned(),
+        label: label.clone(),
         created_at: row.try_get(1)?,
         released: None,
     })
@@ -305,7 +308,7 @@ pub(crate) async fn take_within(
     sql: &SnapshotSql,
     retention: Retention,
     owner: &Owner,
-    label: &str,
+    label: &SnapshotLabel,
     quota: SnapshotQuota,
 ) -> Result<Result<SnapshotInfo, QuotaExceeded>, Failure> {
     let (tenant, workspace) = owner_params(owner);
@@ -319,17 +322,20 @@ pub(crate) async fn take_within(
         // Dropping the transaction rolls it back: nothing was written.
         return Ok(Err(refused));
     }
-    let id = new_snapshot_id();
+    let id = SnapshotId::new();
     let insert = tx.prepare_cached(&sql.insert_snapshot).await?;
     let row = tx
-        .query_one(&insert, &[&tenant, &workspace, &id, &seq, &label])
+        .query_one(
+            &insert,
+            &[&tenant, &workspace, &id.as_str(), &seq, &label.to_stored()],
+        )
         .await?;
     let created_at: DateTime<Utc> = row.try_get(0)?;
     tx.commit().await.map_err(Failure::Commit)?;
     Ok(Ok(SnapshotInfo {
         id,
         seq: seq as u64,
-        label: label.to_owned(),
+        label: label.clone(),
         created_at,
         released: None,
     }))
@@ -340,12 +346,12 @@ pub(crate) async fn info_of(
     client: &Client,
     sql: &SnapshotSql,
     owner: &Owner,
-    id: &str,
+    id: &SnapshotId,
 ) -> Result<SnapshotInfo, Failure> {
     let (tenant, workspace) = owner_params(owner);
     let stmt = client.prepare_cached(&sql.info).await?;
     let row = client
-        .query_opt(&stmt, &[&tenant, &workspace, &id])
+        .query_opt(&stmt, &[&tenant, &workspace, &id.as_str()])
         .await?
         .ok_or(StoreError::NotFound)?;
     info(id, &row)
@@ -366,11 +372,13 @@ pub(crate) async fn open_before(
             let (tenant, workspace, id): (&str, &str, &str) =
                 (row.try_get(5)?, row.try_get(6)?, row.try_get(7)?);
             let owner = Owner::parse(tenant, workspace).map_err(|_| {
-                StoreError::Internal(format!(
+                StoreError::internal(format!(
                     "a stored snapshot has a bad owner {tenant:?}/{workspace:?}"
                 ))
             })?;
-            Ok((owner, info(id, row)?))
+            let id = SnapshotId::parse(id)
+                .ok_or_else(|| StoreError::internal("a stored snapshot id is not 32 hex digits"))?;
+            Ok((owner, info(&id, row)?))
         })
         .collect()
 }
@@ -402,7 +410,7 @@ pub(crate) async fn release(
     sql: &SnapshotSql,
     retention: Retention,
     owner: &Owner,
-    id: &str,
+    id: &SnapshotId,
     outcome: &str,
 ) -> Result<SnapshotInfo, Failure> {
     let (tenant, workspace) = owner_params(owner);
@@ -413,13 +421,13 @@ pub(crate) async fn release(
     }
     let release = tx.prepare_cached(&sql.release).await?;
     let Some(row) = tx
-        .query_opt(&release, &[&tenant, &workspace, &id, &outcome])
+        .query_opt(&release, &[&tenant, &workspace, &id.as_str(), &outcome])
         .await?
     else {
         // Unknown, or released before: answer with the record as it is.
         let stmt = tx.prepare_cached(&sql.info).await?;
         let row = tx
-            .query_opt(&stmt, &[&tenant, &workspace, &id])
+            .query_opt(&stmt, &[&tenant, &workspace, &id.as_str()])
             .await?
             .ok_or(StoreError::NotFound)?;
         return info(id, &row);
@@ -437,7 +445,7 @@ pub(crate) async fn list_at(
     client: &Client,
     sql: &SnapshotSql,
     owner: &Owner,
-    id: &str,
+    id: &SnapshotId,
     prefix: &WorkspacePrefix,
 ) -> Result<Vec<FileMeta>, Failure> {
     let (tenant, workspace) = owner_params(owner);
@@ -446,13 +454,13 @@ pub(crate) async fn list_at(
         Some(end) => {
             let stmt = client.prepare_cached(&sql.list_at_range).await?;
             client
-                .query(&stmt, &[&tenant, &workspace, &id, &start, &end])
+                .query(&stmt, &[&tenant, &workspace, &id.as_str(), &start, &end])
                 .await?
         }
         None => {
             let stmt = client.prepare_cached(&sql.list_at_from).await?;
             client
-                .query(&stmt, &[&tenant, &workspace, &id, &start])
+                .query(&stmt, &[&tenant, &workspace, &id.as_str(), &start])
                 .await?
         }
     };
@@ -468,9 +476,7 @@ pub(crate) async fn list_at(
             continue; // deleted at the snapshot's moment
         }
         let path = WorkspacePath::parse(raw).map_err(|_| {
-            StoreError::Internal(
-                "postgres list_at: a stored path is not a valid workspace path".into(),
-            )
+            StoreError::internal("postgres list_at: a stored path is not a valid workspace path")
         })?;
         files.push(meta(row, path)?);
     }
@@ -482,13 +488,13 @@ pub(crate) async fn get_at(
     client: &Client,
     sql: &SnapshotSql,
     owner: &Owner,
-    id: &str,
+    id: &SnapshotId,
     path: &WorkspacePath,
 ) -> Result<(FileMeta, String), Failure> {
     let (tenant, workspace) = owner_params(owner);
     let stmt = client.prepare_cached(&sql.get_at).await?;
     let row = client
-        .query_opt(&stmt, &[&tenant, &workspace, &id, &path.as_str()])
+        .query_opt(&stmt, &[&tenant, &workspace, &id.as_str(), &path.as_str()])
         .await?
         .ok_or(StoreError::NotFound)?;
     if row.try_get::<_, bool>(7)? {
@@ -496,9 +502,8 @@ pub(crate) async fn get_at(
     }
     let meta = meta(&row, path.clone())?;
     let content: Vec<u8> = row.try_get(6)?;
-    let content = String::from_utf8(content).map_err(|_| {
-        StoreError::Internal("postgres get_at: stored content is not valid UTF-8".into())
-    })?;
+    let content = String::from_utf8(content)
+        .map_err(|_| StoreError::internal("postgres get_at: stored content is not valid UTF-8"))?;
     Ok((meta, content))
 }
 
@@ -519,7 +524,7 @@ pub(crate) async fn changes(
         .await?;
     let first = rows
         .first()
-        .ok_or_else(|| StoreError::Internal("postgres changes: no head row".into()))?;
+        .ok_or_else(|| StoreError::internal("postgres changes: no head row"))?;
     let head: i64 = first.try_get(0)?;
     let oldest: Option<i64> = first.try_get(1)?;
     let mut events = Vec::with_capacity(rows.len());
@@ -529,9 +534,7 @@ pub(crate) async fn changes(
         };
         let raw: &str = row.try_get(3)?;
         let path = WorkspacePath::parse(raw).map_err(|_| {
-            StoreError::Internal(
-                "postgres changes: a stored path is not a valid workspace path".into(),
-            )
+            StoreError::internal("postgres changes: a stored path is not a valid workspace path")
         })?;
         let version: i64 = row.try_get(4)?;
         events.push(ChangeEvent {

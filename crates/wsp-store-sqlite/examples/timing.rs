@@ -67,7 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     row("PUT 1 KiB If-Match", start.elapsed(), ROUNDS);
 
-    let pinned = store.snapshot(&owner, "timing").await?;
+    let pinned = store.snapshot(&owner, &"timing".into()).await?;
     let start = Instant::now();
     for _ in 0..ROUNDS {
         store
@@ -235,7 +235,7 @@ async fn snapshot_time(
     let mut ids = Vec::new();
     let start = Instant::now();
     for _ in 0..SNAPSHOTS {
-        ids.push(store.snapshot(&owner, "run").await?.id);
+        ids.push(store.snapshot(&owner, &"run".into()).await?.id);
     }
     let elapsed = start.elapsed();
     for id in ids {

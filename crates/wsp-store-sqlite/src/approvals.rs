@@ -42,7 +42,7 @@ impl std::fmt::Debug for SqliteApprovals {
 }
 
 fn internal(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Internal(format!("approvals: {e}"))
+    StoreError::internal(format!("approvals: {e}"))
 }
 
 impl SqliteApprovals {

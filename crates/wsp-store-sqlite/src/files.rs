@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
 use wsp_store::write::{self, Current, StoredColumns, prefix_end, stored_life};
 use wsp_store::{Deleted, FileMeta, FileWrite, Precondition, StoreError, StoredFile};
-use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
+use wsp_types::{MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::feed::{self, FeedEntry};
 use crate::{Committed, Policy};
@@ -434,12 +434,19 @@ pub(crate) fn meta(row: &Row<'_>, path: WorkspacePath) -> rusqlite::Result<FileM
         StoredColumns {
             life: row.get(0)?,
             version: row.get(1)?,
-            content_type: row.get(2)?,
+            content_type: media_type(row.get(2)?, 2)?,
             author: row.get(3)?,
             updated_at: time(micros, 4)?,
             size: row.get(5)?,
         },
     ))
+}
+
+/// A stored media type read from result column `column`.
+pub(crate) fn media_type(text: String, column: usize) -> rusqlite::Result<MediaType> {
+    MediaType::parse(&text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(column, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 /// A stored time (microseconds since the epoch) read from result column `column`.
@@ -468,9 +475,9 @@ pub(crate) fn sqlite_error(op: &str, e: rusqlite::Error) -> StoreError {
     use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
     match e.sqlite_error_code() {
         Some(DatabaseBusy | DatabaseLocked) => {
-            StoreError::Unavailable(format!("sqlite {op}: the database is busy"))
+            StoreError::unavailable_from(format!("sqlite {op}: the database is busy"), e)
         }
-        _ => StoreError::Internal(format!("sqlite {op}: {e}")),
+        _ => StoreError::internal_from(format!("sqlite {op}: {e}"), e),
     }
 }
 

@@ -42,7 +42,7 @@ fn now_ms() -> i64 {
 }
 
 fn internal(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Internal(format!("idempotency records: {e}"))
+    StoreError::internal(format!("idempotency records: {e}"))
 }
 
 type Row = (Vec<u8>, Option<i64>, Option<String>, Option<Vec<u8>>);

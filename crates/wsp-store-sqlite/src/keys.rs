@@ -44,7 +44,7 @@ impl std::fmt::Debug for SqliteKeyRegistry {
 }
 
 fn internal(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Internal(format!("key registry: {e}"))
+    StoreError::internal(format!("key registry: {e}"))
 }
 
 fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<KeyRecord, String>> {

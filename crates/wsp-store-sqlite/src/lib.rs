@@ -94,8 +94,9 @@ use rusqlite::Connection;
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, CommitObserver, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
-    Limits, Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
-    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, check_file_size,
+    Limits, Precondition, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota,
+    SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
+    check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -408,12 +409,8 @@ where
 {
     match tokio::task::spawn_blocking(work).await {
         Ok(result) => result,
-        Err(e) if e.is_panic() => Err(StoreError::Internal(
-            "sqlite store task panicked".to_owned(),
-        )),
-        Err(_) => Err(StoreError::Unavailable(
-            "the runtime is shutting down".to_owned(),
-        )),
+        Err(e) if e.is_panic() => Err(StoreError::internal("sqlite store task panicked")),
+        Err(_) => Err(StoreError::unavailable("the runtime is shutting down")),
     }
 }
 
@@ -434,10 +431,10 @@ impl WorkspaceStore for SqliteStore {
             let wait = std::time::Duration::from_secs(2);
             let conn = tokio::time::timeout(wait, Arc::clone(&shared.writer).lock_owned())
                 .await
-                .map_err(|_| StoreError::Unavailable("the sqlite writer is busy".to_owned()))?;
+                .map_err(|_| StoreError::unavailable("the sqlite writer is busy"))?;
             blocking(move || {
                 conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
-                    .map_err(|e| StoreError::Unavailable(format!("sqlite is not writable: {e}")))
+                    .map_err(|e| StoreError::unavailable(format!("sqlite is not writable: {e}")))
             })
             .await
         })
@@ -501,8 +498,12 @@ impl WorkspaceStore for SqliteStore {
         self.read(move |conn| files::history(conn, &owner, &path, keep))
     }
 
-    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        let (owner, label) = (owner.clone(), label.to_owned());
+    fn snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a SnapshotLabel,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        let (owner, label) = (owner.clone(), label.clone());
         self.write(move |conn, _| snapshots::take(conn, &owner, &label))
     }
 
@@ -515,27 +516,31 @@ impl WorkspaceStore for SqliteStore {
     fn snapshot_within<'a>(
         &'a self,
         owner: &'a Owner,
-        label: &'a str,
+        label: &'a SnapshotLabel,
         quota: SnapshotQuota,
     ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
-        let (owner, label) = (owner.clone(), label.to_owned());
+        let (owner, label) = (owner.clone(), label.clone());
         self.write(move |conn, policy| {
             snapshots::take_within(conn, policy.keep(), &owner, &label, quota)
         })
     }
 
-    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        let (owner, id) = (owner.clone(), id.to_owned());
+    fn snapshot_info<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a SnapshotId,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        let (owner, id) = (owner.clone(), id.clone());
         self.read(move |conn| snapshots::info(conn, &owner, &id))
     }
 
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,
-        id: &'a str,
+        id: &'a SnapshotId,
         outcome: &'a str,
     ) -> StoreFuture<'a, SnapshotInfo> {
-        let (owner, id, outcome) = (owner.clone(), id.to_owned(), outcome.to_owned());
+        let (owner, id, outcome) = (owner.clone(), id.clone(), outcome.to_owned());
         self.write(move |conn, policy| {
             snapshots::release(conn, policy.keep(), &owner, &id, &outcome)
         })
@@ -564,20 +569,20 @@ impl WorkspaceStore for SqliteStore {
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         prefix: &'a WorkspacePrefix,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
-        let (owner, id, prefix) = (owner.clone(), snapshot.to_owned(), prefix.clone());
+        let (owner, id, prefix) = (owner.clone(), snapshot.clone(), prefix.clone());
         self.read(move |conn| snapshots::list_at(conn, &owner, &id, &prefix))
     }
 
     fn get_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, StoredFile> {
-        let (owner, id, path) = (owner.clone(), snapshot.to_owned(), path.clone());
+        let (owner, id, path) = (owner.clone(), snapshot.clone(), path.clone());
         self.read(move |conn| snapshots::get_at(conn, &owner, &id, &path))
     }
 
@@ -614,7 +619,7 @@ mod tests {
         let result: Result<(), StoreError> = blocking(|| panic!("boom")).await;
         assert_eq!(
             result,
-            Err(StoreError::Internal("sqlite store task panicked".into()))
+            Err(StoreError::internal("sqlite store task panicked"))
         );
     }
 
@@ -676,7 +681,7 @@ mod tests {
         let snapshot = |owner: &Owner| {
             let (store, owner) = (store.clone(), owner.clone());
             async move {
-                store.snapshot(&owner, "run").await.unwrap();
+                store.snapshot(&owner, &"run".into()).await.unwrap();
             }
         };
         // The instrument sees row work: counting an owner's files costs more with more files.
@@ -745,7 +750,7 @@ mod tests {
                     .unwrap();
             }
             if i % 7 == 0 {
-                open.push(store.snapshot(&a, "run").await.unwrap().id);
+                open.push(store.snapshot(&a, &"run".into()).await.unwrap().id);
             }
             if i % 9 == 0 && open.len() > 2 {
                 let id = open.remove(0);
@@ -757,7 +762,7 @@ mod tests {
         }
         // The reads, on the writer connection so that one statement cache holds everything.
         let conn = store.shared.writer.lock().await;
-        let first = snapshots::take(&conn, &a, "reads").unwrap();
+        let first = snapshots::take(&conn, &a, &"reads".into()).unwrap();
         for i in 0..5 {
             let path = WorkspacePath::parse(&format!("p{i}.md")).unwrap();
             let prefix = WorkspacePrefix::parse(&format!("p{i}")).unwrap();
@@ -765,7 +770,7 @@ mod tests {
             let _ = files::history(&conn, &a, &path, 2 + i as i64);
             files::list(&conn, &a, &prefix).unwrap();
             files::list(&conn, &a, &all).unwrap();
-            let snap = snapshots::take(&conn, &a, "reads").unwrap();
+            let snap = snapshots::take(&conn, &a, &"reads".into()).unwrap();
             for id in [&first.id, &snap.id] {
                 snapshots::list_at(&conn, &a, id, &prefix).unwrap();
                 snapshots::list_at(&conn, &a, id, &all).unwrap();

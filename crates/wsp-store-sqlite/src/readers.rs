@@ -32,7 +32,7 @@ impl ReaderPool {
         Arc::clone(&self.permits)
             .acquire_owned()
             .await
-            .map_err(|_| StoreError::Unavailable("the sqlite reader pool is closed".into()))
+            .map_err(|_| StoreError::unavailable("the sqlite reader pool is closed"))
     }
 
     /// Runs `read` on the connection `permit` reserved. The connection goes back to the pool
@@ -47,7 +47,7 @@ impl ReaderPool {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop()
-            .ok_or_else(|| StoreError::Internal("a reader permit found no connection".into()))?;
+            .ok_or_else(|| StoreError::internal("a reader permit found no connection"))?;
         let lease = Lease {
             pool: self,
             conn: Some(conn),
@@ -55,7 +55,7 @@ impl ReaderPool {
         };
         match &lease.conn {
             Some(conn) => read(conn),
-            None => Err(StoreError::Internal("a lease lost its connection".into())),
+            None => Err(StoreError::internal("a lease lost its connection")),
         }
     }
 }
@@ -102,7 +102,7 @@ mod tests {
         let one: i64 = pool
             .with(permit, |c| {
                 c.query_row("SELECT 1", [], |r| r.get(0))
-                    .map_err(|e| StoreError::Internal(e.to_string()))
+                    .map_err(|e| StoreError::internal(e.to_string()))
             })
             .unwrap();
         assert_eq!(one, 1);

@@ -477,7 +477,7 @@ mod tests {
              INSERT INTO files VALUES ('t', 'w', 'a.md', 7, 3, 0, 3);
              INSERT INTO versions VALUES ('t', 'w', 'a.md', 7, 1, 1, 2, 0, 'text/markdown', NULL, 0, 2, 'v1');
              INSERT INTO versions VALUES ('t', 'w', 'a.md', 7, 3, 3, NULL, 1, NULL, NULL, 0, NULL, NULL);
-             INSERT INTO snapshots VALUES ('t', 'w', 's', 1, 'run', 0, NULL, NULL);
+             INSERT INTO snapshots VALUES ('t', 'w', '55555555555555555555555555555555', 1, 'run', 0, NULL, NULL);
              INSERT INTO events VALUES ('t', 'w', 1, 'a.md', 1, 0, 0);
              INSERT INTO events VALUES ('t', 'w', 2, 'a.md', 2, 0, 0);
              INSERT INTO events VALUES ('t', 'w', 3, 'a.md', 3, 1, 0);",
@@ -488,7 +488,8 @@ mod tests {
         let store = crate::SqliteStore::open(&path, Limits::default()).unwrap();
         let owner = Owner::parse("t", "w").unwrap();
         let a = WorkspacePath::parse("a.md").unwrap();
-        assert_eq!(store.get_at(&owner, "s", &a).await.unwrap().content, "v1");
+        let s = wsp_store::SnapshotId::parse("55555555555555555555555555555555").unwrap();
+        assert_eq!(store.get_at(&owner, &s, &a).await.unwrap().content, "v1");
         let page = store.changes(&owner, 0, 10).await.unwrap();
         assert_eq!((page.oldest, page.head, page.events.len()), (1, 3, 3));
         let raw = Connection::open(&path).unwrap();
@@ -505,7 +506,7 @@ mod tests {
             .put(&owner, &a, FileWrite::markdown("again"), Precondition::None)
             .await
             .unwrap();
-        store.release_snapshot(&owner, "s", "done").await.unwrap();
+        store.release_snapshot(&owner, &s, "done").await.unwrap();
         let rows: i64 = raw
             .query_row("SELECT count(*) FROM versions", [], |r| r.get(0))
             .unwrap();
@@ -577,7 +578,7 @@ mod tests {
         // The feed starts empty at the old head: earlier positions are expired, not invented.
         let page = store.changes(&owner, 0, 10).await.unwrap();
         assert_eq!((page.head, page.oldest, page.events.len()), (5, 6, 0));
-        let snap = store.snapshot(&owner, "").await.unwrap();
+        let snap = store.snapshot(&owner, &"".into()).await.unwrap();
         assert_eq!(snap.seq, 5);
         store
             .put(&owner, &keep, FileWrite::markdown("v4"), Precondition::None)

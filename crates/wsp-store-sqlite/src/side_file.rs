@@ -50,7 +50,7 @@ impl SideFile {
 
     /// An internal error about this file (never quoting stored values).
     pub(crate) fn internal(&self, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Internal(format!("{}: {e}", self.what))
+        StoreError::internal(format!("{}: {e}", self.what))
     }
 
     /// Runs `f` with the connection on the blocking pool.

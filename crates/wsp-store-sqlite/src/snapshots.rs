@@ -10,8 +10,8 @@
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
 use wsp_store::write::prefix_end;
 use wsp_store::{
-    FileMeta, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError, StoredFile,
-    new_snapshot_id,
+    FileMeta, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota, SnapshotUsage,
+    StoreError, StoredFile,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -168,9 +168,9 @@ const LIST_AT_FROM: &str = "
 pub(crate) fn take(
     conn: &Connection,
     owner: &Owner,
-    label: &str,
+    label: &SnapshotLabel,
 ) -> Result<SnapshotInfo, StoreError> {
-    let id = new_snapshot_id();
+    let id = SnapshotId::new();
     let created_at = now();
     let seq: i64 = conn
         .prepare_cached(TAKE)
@@ -180,7 +180,7 @@ pub(crate) fn take(
                     owner.tenant.as_str(),
                     owner.workspace.as_str(),
                     id.as_str(),
-                    label,
+                    label.to_stored(),
                     created_at.timestamp_micros(),
                 ),
                 |row| row.get(0),
@@ -190,7 +190,7 @@ pub(crate) fn take(
     Ok(SnapshotInfo {
         id,
         seq: seq as u64,
-        label: label.to_owned(),
+        label: label.clone(),
         created_at,
         released: None,
     })
@@ -232,7 +232,7 @@ pub(crate) fn take_within(
     conn: &mut Connection,
     keep: i64,
     owner: &Owner,
-    label: &str,
+    label: &SnapshotLabel,
     quota: SnapshotQuota,
 ) -> Result<Result<SnapshotInfo, QuotaExceeded>, StoreError> {
     let fail = |e| sqlite_error("snapshot", e);
@@ -250,11 +250,15 @@ pub(crate) fn take_within(
 }
 
 /// A snapshot's record, released or not.
-pub(crate) fn info(conn: &Connection, owner: &Owner, id: &str) -> Result<SnapshotInfo, StoreError> {
+pub(crate) fn info(
+    conn: &Connection,
+    owner: &Owner,
+    id: &SnapshotId,
+) -> Result<SnapshotInfo, StoreError> {
     conn.prepare_cached(INFO)
         .and_then(|mut stmt| {
             stmt.query_row(
-                (owner.tenant.as_str(), owner.workspace.as_str(), id),
+                (owner.tenant.as_str(), owner.workspace.as_str(), id.as_str()),
                 |row| record(row, id),
             )
             .optional()
@@ -281,7 +285,7 @@ pub(crate) fn open_before(
                         Box::new(e),
                     )
                 })?;
-                let id: String = row.get(7)?;
+                let id = stored_id(row.get(7)?, 7)?;
                 Ok((owner, record(row, &id)?))
             })?
             .collect()
@@ -309,8 +313,19 @@ pub(crate) fn forget_released(
         .map_err(|e| sqlite_error("forget released snapshots", e))
 }
 
+/// A stored snapshot id read from result column `column`.
+fn stored_id(text: String, column: usize) -> rusqlite::Result<SnapshotId> {
+    SnapshotId::parse(&text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            column,
+            rusqlite::types::Type::Text,
+            format!("stored snapshot id {text:?} is not 32 hex digits").into(),
+        )
+    })
+}
+
 /// A snapshot record from columns seq, label, created_at, released_at, outcome.
-fn record(row: &Row<'_>, id: &str) -> rusqlite::Result<SnapshotInfo> {
+fn record(row: &Row<'_>, id: &SnapshotId) -> rusqlite::Result<SnapshotInfo> {
     let seq: i64 = row.get(0)?;
     let released_at: Option<i64> = row.get(3)?;
     let outcome: Option<String> = row.get(4)?;
@@ -319,9 +334,9 @@ fn record(row: &Row<'_>, id: &str) -> rusqlite::Result<SnapshotInfo> {
         _ => None,
     };
     Ok(SnapshotInfo {
-        id: id.to_owned(),
+        id: id.clone(),
         seq: seq as u64,
-        label: row.get(1)?,
+        label: SnapshotLabel::from_stored(&row.get::<_, String>(1)?),
         created_at: time(row.get(2)?, 2)?,
         released,
     })
@@ -333,7 +348,7 @@ pub(crate) fn release(
     conn: &mut Connection,
     keep: i64,
     owner: &Owner,
-    id: &str,
+    id: &SnapshotId,
     outcome: &str,
 ) -> Result<SnapshotInfo, StoreError> {
     let fail = |e| sqlite_error("release snapshot", e);
@@ -349,16 +364,16 @@ pub(crate) fn release(
                 (
                     tenant,
                     workspace,
-                    id,
+                    id.as_str(),
                     released_at.timestamp_micros(),
                     outcome,
                 ),
                 |row| {
                     let seq: i64 = row.get(0)?;
                     Ok(SnapshotInfo {
-                        id: id.to_owned(),
+                        id: id.clone(),
                         seq: seq as u64,
-                        label: row.get(1)?,
+                        label: SnapshotLabel::from_stored(&row.get::<_, String>(1)?),
                         created_at: time(row.get(2)?, 2)?,
                         released: Some((released_at, outcome.to_owned())),
                     })
@@ -391,11 +406,11 @@ pub(crate) fn release(
 }
 
 /// The sequence number an open snapshot pins; `NotFound` when unknown or released.
-fn open_seq(conn: &Connection, owner: &Owner, id: &str) -> Result<i64, StoreError> {
+fn open_seq(conn: &Connection, owner: &Owner, id: &SnapshotId) -> Result<i64, StoreError> {
     conn.prepare_cached(OPEN_SEQ)
         .and_then(|mut stmt| {
             stmt.query_row(
-                (owner.tenant.as_str(), owner.workspace.as_str(), id),
+                (owner.tenant.as_str(), owner.workspace.as_str(), id.as_str()),
                 |row| row.get(0),
             )
             .optional()
@@ -408,7 +423,7 @@ fn open_seq(conn: &Connection, owner: &Owner, id: &str) -> Result<i64, StoreErro
 pub(crate) fn list_at(
     conn: &Connection,
     owner: &Owner,
-    id: &str,
+    id: &SnapshotId,
     prefix: &WorkspacePrefix,
 ) -> Result<Vec<FileMeta>, StoreError> {
     let fail = |e| sqlite_error("list at snapshot", e);
@@ -450,7 +465,7 @@ pub(crate) fn list_at(
 pub(crate) fn get_at(
     conn: &Connection,
     owner: &Owner,
-    id: &str,
+    id: &SnapshotId,
     path: &WorkspacePath,
 ) -> Result<StoredFile, StoreError> {
     let fail = |e| sqlite_error("get at snapshot", e);

@@ -187,7 +187,7 @@ where
     let a = owner("a");
     let w = FileWrite {
         content: "{}".into(),
-        content_type: "application/json".into(),
+        content_type: wsp_types::MediaType::from_static("application/json"),
         author: Some("alice".into()),
     };
     s.put(&a, &path("x.json"), w, Precondition::None)
@@ -758,13 +758,13 @@ where
 {
     let s = make(Limits::default()).await;
     let a = owner("a");
-    let empty = s.snapshot(&a, "before anything").await.unwrap();
+    let empty = s.snapshot(&a, &"before anything".into()).await.unwrap();
     assert_eq!(empty.seq, 0);
     put(&s, &a, "a.md", "a1").await;
     put(&s, &a, "b.md", "b1").await;
-    let snap = s.snapshot(&a, "run 1").await.unwrap();
+    let snap = s.snapshot(&a, &"run 1".into()).await.unwrap();
     assert_eq!(snap.seq, 2);
-    assert_eq!(snap.label, "run 1");
+    assert_eq!(snap.label, crate::SnapshotLabel::text("run 1"));
     put(&s, &a, "a.md", "a2").await;
     s.delete(&a, &path("b.md"), Precondition::None)
         .await
@@ -801,7 +801,7 @@ where
         s.get(&a, &path("a.md"), None).await.unwrap().content,
         "a new life"
     );
-    let next = s.snapshot(&a, "run 2").await.unwrap();
+    let next = s.snapshot(&a, &"run 2".into()).await.unwrap();
     assert_eq!(
         s.get_at(&a, &next.id, &path("a.md")).await.unwrap().content,
         "a new life"
@@ -842,7 +842,7 @@ where
     let s = make(small()).await;
     let a = owner("a");
     put(&s, &a, "r.md", "pinned").await;
-    let snap = s.snapshot(&a, "").await.unwrap();
+    let snap = s.snapshot(&a, &"".into()).await.unwrap();
     for i in 2..=9 {
         put(&s, &a, "r.md", &format!("v{i}")).await;
     }
@@ -886,7 +886,7 @@ where
     let s = make(Limits::default()).await;
     let (a, b) = (owner("a"), owner("b"));
     put(&s, &a, "secret.md", "A").await;
-    let snap = s.snapshot(&a, "").await.unwrap();
+    let snap = s.snapshot(&a, &"".into()).await.unwrap();
     assert_eq!(
         s.snapshot_info(&b, &snap.id).await,
         Err(StoreError::NotFound)
@@ -904,8 +904,11 @@ where
         Err(StoreError::NotFound)
     );
     assert_eq!(
-        s.snapshot_info(&a, "0123456789abcdef0123456789abcdef")
-            .await,
+        s.snapshot_info(
+            &a,
+            &crate::SnapshotId::parse("0123456789abcdef0123456789abcdef").unwrap()
+        )
+        .await,
         Err(StoreError::NotFound)
     );
     assert!(
@@ -930,11 +933,11 @@ where
     let (a, b) = (owner("a"), owner("b"));
     put(&s, &a, "x.md", "A").await;
     assert_eq!(s.count_open_snapshots().await.unwrap(), 0);
-    let first = s.snapshot(&a, "first").await.unwrap();
+    let first = s.snapshot(&a, &"first".into()).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    let second = s.snapshot(&b, "second").await.unwrap();
+    let second = s.snapshot(&b, &"second".into()).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    let released = s.snapshot(&a, "released").await.unwrap();
+    let released = s.snapshot(&a, &"released".into()).await.unwrap();
     s.release_snapshot(&a, &released.id, "completed")
         .await
         .unwrap();
@@ -950,7 +953,7 @@ where
     let second = s.snapshot_info(&b, &second.id).await.unwrap();
     let ids = |v: Vec<(Owner, SnapshotInfo)>| -> Vec<(String, String)> {
         v.into_iter()
-            .map(|(o, i)| (o.tenant.as_str().to_owned(), i.label))
+            .map(|(o, i)| (o.tenant.as_str().to_owned(), i.label.to_stored()))
             .collect()
     };
     assert_eq!(
@@ -1004,7 +1007,7 @@ struct PinModel {
     seq: u64,
     lives: u64,
     rows: BTreeMap<String, Vec<ModelRow>>,
-    open: BTreeMap<String, u64>,
+    open: BTreeMap<crate::SnapshotId, u64>,
 }
 
 impl PinModel {
@@ -1126,9 +1129,9 @@ where
             }
             5..=7 => {
                 let snap = if next(2) == 0 {
-                    s.snapshot(o, "model").await.unwrap()
+                    s.snapshot(o, &"model".into()).await.unwrap()
                 } else {
-                    s.snapshot_within(o, "model", SnapshotQuota::UNBOUNDED)
+                    s.snapshot_within(o, &"model".into(), SnapshotQuota::UNBOUNDED)
                         .await
                         .unwrap()
                         .expect("no bound")
@@ -1194,7 +1197,7 @@ where
     let take = |o: &Owner, quota: SnapshotQuota| {
         let (s, o) = (&s, o.clone());
         async move {
-            s.snapshot_within(&o, "run", quota)
+            s.snapshot_within(&o, &"run".into(), quota)
                 .await
                 .expect("the store answers")
         }
@@ -1238,7 +1241,7 @@ where
     let s4 = take(&a, by_bytes).await.unwrap();
     assert_eq!(
         s.snapshot_info(&a, &s4.id).await.unwrap().label,
-        "run",
+        crate::SnapshotLabel::text("run"),
         "an admitted snapshot is an ordinary one"
     );
     // The open count: with four allowed, the fifth is refused until one is released.
@@ -1254,7 +1257,7 @@ where
     assert_eq!(s.snapshot_usage(&a).await.unwrap().open, 4);
     // Plain snapshots count as open too; released ones never do.
     s.release_snapshot(&a, &s5.id, "completed").await.unwrap();
-    s.snapshot(&a, "plain").await.unwrap();
+    s.snapshot(&a, &"plain".into()).await.unwrap();
     assert_eq!(
         take(&a, by_count).await,
         Err(QuotaExceeded::OpenSnapshots { open: 4, max: 4 })
@@ -1282,7 +1285,7 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..16 {
         let (s, a) = (s.clone(), a.clone());
-        tasks.spawn(async move { s.snapshot_within(&a, "race", quota).await });
+        tasks.spawn(async move { s.snapshot_within(&a, &"race".into(), quota).await });
     }
     let mut taken = 0;
     while let Some(r) = tasks.join_next().await {
@@ -1308,14 +1311,14 @@ where
     put(&s, &a, "x.md", "A").await;
     let mut released = Vec::new();
     for (o, label) in [(&a, "one"), (&b, "two"), (&a, "three")] {
-        let snap = s.snapshot(o, label).await.unwrap();
+        let snap = s.snapshot(o, &label.into()).await.unwrap();
         let info = s.release_snapshot(o, &snap.id, "completed").await.unwrap();
         released.push((o.clone(), info));
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
-    let open = s.snapshot(&a, "open").await.unwrap();
-    let known = |o: &Owner, id: &str| {
-        let (o, id) = (o.clone(), id.to_owned());
+    let open = s.snapshot(&a, &"open".into()).await.unwrap();
+    let known = |o: &Owner, id: &crate::SnapshotId| {
+        let (o, id) = (o.clone(), id.clone());
         let s = &s;
         async move { s.snapshot_info(&o, &id).await.is_ok() }
     };

@@ -144,7 +144,7 @@ macro_rules! forward_store {
         fn snapshot<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
-            label: &'a str,
+            label: &'a $crate::SnapshotLabel,
         ) -> $crate::StoreFuture<'a, $crate::SnapshotInfo> {
             let $this = self;
             let $op = "snapshot";
@@ -156,7 +156,7 @@ macro_rules! forward_store {
         fn snapshot_info<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
-            id: &'a str,
+            id: &'a $crate::SnapshotId,
         ) -> $crate::StoreFuture<'a, $crate::SnapshotInfo> {
             let $this = self;
             let $op = "snapshot_info";
@@ -168,7 +168,7 @@ macro_rules! forward_store {
         fn release_snapshot<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
-            id: &'a str,
+            id: &'a $crate::SnapshotId,
             outcome: &'a str,
         ) -> $crate::StoreFuture<'a, $crate::SnapshotInfo> {
             let $this = self;
@@ -224,7 +224,7 @@ macro_rules! forward_store {
         fn snapshot_within<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
-            label: &'a str,
+            label: &'a $crate::SnapshotLabel,
             quota: $crate::SnapshotQuota,
         ) -> $crate::StoreFuture<'a, Result<$crate::SnapshotInfo, $crate::QuotaExceeded>> {
             let $this = self;
@@ -237,7 +237,7 @@ macro_rules! forward_store {
         fn list_at<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
-            snapshot: &'a str,
+            snapshot: &'a $crate::SnapshotId,
             prefix: &'a $crate::__private::WorkspacePrefix,
         ) -> $crate::StoreFuture<'a, Vec<$crate::FileMeta>> {
             let $this = self;
@@ -250,7 +250,7 @@ macro_rules! forward_store {
         fn get_at<'a>(
             &'a self,
             owner: &'a $crate::__private::Owner,
-            snapshot: &'a str,
+            snapshot: &'a $crate::SnapshotId,
             path: &'a $crate::__private::WorkspacePath,
         ) -> $crate::StoreFuture<'a, $crate::StoredFile> {
             let $this = self;

@@ -153,8 +153,8 @@ impl KeyRegistry for MemoryKeyRegistry {
         let mut records = self.records.write().unwrap_or_else(|e| e.into_inner());
         // As the SQL registries' primary keys do: an id is stored once.
         let result = match records.entry(record.id.clone()) {
-            std::collections::btree_map::Entry::Occupied(_) => Err(StoreError::Internal(
-                "key registry: a key with this id exists".into(),
+            std::collections::btree_map::Entry::Occupied(_) => Err(StoreError::internal(
+                "key registry: a key with this id exists",
             )),
             std::collections::btree_map::Entry::Vacant(slot) => {
                 slot.insert(record);

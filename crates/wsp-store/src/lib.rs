@@ -20,6 +20,7 @@ pub mod migrations;
 mod redact;
 mod redacting;
 pub mod shared;
+mod snapshot;
 mod snapshot_quota;
 pub mod write;
 
@@ -27,7 +28,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use chrono::{DateTime, Utc};
-use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+use wsp_types::{ETag, LimitKind, MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 #[doc(hidden)]
 pub use forward::__private;
@@ -35,6 +36,7 @@ pub use idempotency::{IdempotencyRecords, MemoryIdempotency};
 pub use memory::MemoryStore;
 pub use redact::{MIN_SECRET_LEN, Redactor, Secret, SecretError};
 pub use redacting::{RedactingStore, SecretSource, TenantSecrets, refuse_secret};
+pub use snapshot::{RunMeta, SnapshotId, SnapshotLabel};
 pub use snapshot_quota::{QuotaExceeded, SnapshotQuota, SnapshotUsage};
 
 /// The future returned by every [`WorkspaceStore`] method.
@@ -98,7 +100,7 @@ pub struct FileWrite {
     /// The UTF-8 content (a [`RedactingStore`] redacts it before the store beneath sees it).
     pub content: String,
     /// The media type (`text/markdown` when the client sent none).
-    pub content_type: String,
+    pub content_type: MediaType,
     /// Who wrote it (the acting principal), for attribution only.
     pub author: Option<String>,
 }
@@ -108,7 +110,7 @@ impl FileWrite {
     pub fn markdown(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
-            content_type: "text/markdown".into(),
+            content_type: MediaType::markdown(),
             author: None,
         }
     }
@@ -120,7 +122,7 @@ pub struct FileMeta {
     /// The file's path.
     pub path: WorkspacePath,
     /// Its media type.
-    pub content_type: String,
+    pub content_type: MediaType,
     /// Version within the current life of the path, starting at 1.
     pub version: u64,
     /// The opaque tag of this (path, life, version).
@@ -153,12 +155,12 @@ pub struct Deleted {
 /// of that moment, whatever is written, deleted or re-created afterwards.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotInfo {
-    /// Opaque id (32 hex digits).
-    pub id: String,
+    /// Its id.
+    pub id: SnapshotId,
     /// The owner's change sequence number it pins (0: before any change).
     pub seq: u64,
-    /// Free text the creator attached (a host stores run metadata here).
-    pub label: String,
+    /// What the taker attached: a run's metadata, or free text.
+    pub label: SnapshotLabel,
     /// When it was taken.
     pub created_at: DateTime<Utc>,
     /// When and why it was released; a released snapshot can no longer be read.
@@ -204,13 +206,15 @@ pub struct ChangeNotice {
 /// Changes each owner's feed retains by default.
 pub const DEFAULT_FEED_RETENTION: u64 = 10_000;
 
-/// A fresh snapshot id: 128 random bits as 32 hex digits.
-pub fn new_snapshot_id() -> String {
-    wsp_types::random_hex(16)
-}
+/// The error beneath a store failure, kept for its chain ([`std::error::Error::source`]).
+pub type Cause = std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a store call failed. HTTP-free: the server maps it to the wire once, at the edge.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+///
+/// Equality compares the variant and its fields, and for [`StoreError::Unavailable`] and
+/// [`StoreError::Internal`] the reason text only: the causes beneath are not comparable.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// No such live file or retained version for this owner.
     #[error("not found")]
@@ -230,8 +234,14 @@ pub enum StoreError {
         max: u64,
     },
     /// The backend cannot be reached right now; the caller may retry.
-    #[error("store unavailable: {0}")]
-    Unavailable(String),
+    #[error("store unavailable: {reason}")]
+    Unavailable {
+        /// What happened, for logs.
+        reason: String,
+        /// The driver's error, when there is one.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// A configured secret (WSR-1) appears in `field` of a write, a field that names something
     /// (a path, a media type, a label) and so is refused rather than redacted; nothing was
     /// stored. The message names the field, never the secret.
@@ -244,9 +254,76 @@ pub enum StoreError {
     #[error("the store does not support {0}")]
     Unsupported(&'static str),
     /// An unexpected backend failure (the text is for logs, never for clients).
-    #[error("store failure: {0}")]
-    Internal(String),
+    #[error("store failure: {reason}")]
+    Internal {
+        /// What happened, for logs.
+        reason: String,
+        /// The driver's error, when there is one.
+        #[source]
+        cause: Option<Cause>,
+    },
 }
+
+impl StoreError {
+    /// [`StoreError::Unavailable`] with no cause beneath.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        Self::Unavailable {
+            reason: reason.into(),
+            cause: None,
+        }
+    }
+
+    /// [`StoreError::Unavailable`] caused by `cause`.
+    pub fn unavailable_from(
+        reason: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Unavailable {
+            reason: reason.into(),
+            cause: Some(std::sync::Arc::new(cause)),
+        }
+    }
+
+    /// [`StoreError::Internal`] with no cause beneath.
+    pub fn internal(reason: impl Into<String>) -> Self {
+        Self::Internal {
+            reason: reason.into(),
+            cause: None,
+        }
+    }
+
+    /// [`StoreError::Internal`] caused by `cause`.
+    pub fn internal_from(
+        reason: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Internal {
+            reason: reason.into(),
+            cause: Some(std::sync::Arc::new(cause)),
+        }
+    }
+}
+
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::NotFound, Self::NotFound) => true,
+            (Self::Conflict { current_version: a }, Self::Conflict { current_version: b }) => {
+                a == b
+            }
+            (Self::TooLarge { limit: a, max: m }, Self::TooLarge { limit: b, max: n }) => {
+                a == b && m == n
+            }
+            (Self::Unavailable { reason: a, .. }, Self::Unavailable { reason: b, .. })
+            | (Self::Internal { reason: a, .. }, Self::Internal { reason: b, .. }) => a == b,
+            (Self::ContainsSecret { field: a }, Self::ContainsSecret { field: b }) => a == b,
+            (Self::Unsupported(a), Self::Unsupported(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StoreError {}
 
 /// Which optional parts of the [`WorkspaceStore`] contract a store implements.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -346,13 +423,21 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     /// This and the other snapshot and feed methods are optional for third-party stores: the
     /// defaults answer [`StoreError::Unsupported`], and a host then does not offer runs or the
     /// change feed. Every wsp backend implements them and runs their part of the battery.
-    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+    fn snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a SnapshotLabel,
+    ) -> StoreFuture<'a, SnapshotInfo> {
         let _ = (owner, label);
         Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
     }
 
     /// A snapshot's record, released or not; `NotFound` for an unknown id or another owner's.
-    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+    fn snapshot_info<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a SnapshotId,
+    ) -> StoreFuture<'a, SnapshotInfo> {
         let _ = (owner, id);
         Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
     }
@@ -361,7 +446,7 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,
-        id: &'a str,
+        id: &'a SnapshotId,
         outcome: &'a str,
     ) -> StoreFuture<'a, SnapshotInfo> {
         let _ = (owner, id, outcome);
@@ -417,7 +502,7 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     fn snapshot_within<'a>(
         &'a self,
         owner: &'a Owner,
-        label: &'a str,
+        label: &'a SnapshotLabel,
         quota: SnapshotQuota,
     ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
         Box::pin(async move {
@@ -432,7 +517,7 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         prefix: &'a WorkspacePrefix,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         let _ = (owner, snapshot, prefix);
@@ -443,7 +528,7 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     fn get_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, StoredFile> {
         let _ = (owner, snapshot, path);

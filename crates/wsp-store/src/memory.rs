@@ -10,8 +10,8 @@ use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 use crate::write::{self, Current};
 use crate::{
     ChangeEvent, ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
-    Limits, Precondition, QuotaExceeded, SnapshotInfo, SnapshotQuota, SnapshotUsage, StoreError,
-    StoreFeatures, StoreFuture, StoredFile, WorkspaceStore, new_snapshot_id,
+    Limits, Precondition, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota,
+    SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
 };
 
 /// A [`WorkspaceStore`] held in process memory; everything is lost when it is dropped.
@@ -38,7 +38,7 @@ struct OwnerState {
     live: u64,
     paths: BTreeMap<WorkspacePath, PathState>,
     feed: VecDeque<ChangeEvent>,
-    snapshots: HashMap<String, SnapshotInfo>,
+    snapshots: HashMap<SnapshotId, SnapshotInfo>,
 }
 
 /// One stored row of a path: a version or a tombstone, in commit order.
@@ -169,7 +169,7 @@ impl OwnerState {
         }
     }
 
-    fn open_snapshot(&self, id: &str) -> Result<u64, StoreError> {
+    fn open_snapshot(&self, id: &SnapshotId) -> Result<u64, StoreError> {
         match self.snapshots.get(id) {
             Some(s) if s.released.is_none() => Ok(s.seq),
             _ => Err(StoreError::NotFound),
@@ -336,7 +336,7 @@ impl MemoryStore {
     fn snapshot_sync(
         &self,
         owner: &Owner,
-        label: &str,
+        label: &SnapshotLabel,
         quota: SnapshotQuota,
     ) -> Result<SnapshotInfo, QuotaExceeded> {
         let state = self.owner_or_insert(owner);
@@ -345,9 +345,9 @@ impl MemoryStore {
             quota.admits(st.snapshot_usage(self.limits.max_versions.max(1)))?;
         }
         let info = SnapshotInfo {
-            id: new_snapshot_id(),
+            id: SnapshotId::new(),
             seq: st.seq,
-            label: label.to_owned(),
+            label: label.clone(),
             created_at: Utc::now(),
             released: None,
         };
@@ -358,7 +358,7 @@ impl MemoryStore {
     fn release_sync(
         &self,
         owner: &Owner,
-        id: &str,
+        id: &SnapshotId,
         outcome: &str,
     ) -> Result<SnapshotInfo, StoreError> {
         let state = self.owner(owner).ok_or(StoreError::NotFound)?;
@@ -470,7 +470,11 @@ impl WorkspaceStore for MemoryStore {
         Box::pin(async move { result })
     }
 
-    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+    fn snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a SnapshotLabel,
+    ) -> StoreFuture<'a, SnapshotInfo> {
         let taken = self.snapshot_sync(owner, label, SnapshotQuota::UNBOUNDED);
         Box::pin(async move { Ok(taken.expect("an unbounded quota admits every snapshot")) })
     }
@@ -484,14 +488,18 @@ impl WorkspaceStore for MemoryStore {
     fn snapshot_within<'a>(
         &'a self,
         owner: &'a Owner,
-        label: &'a str,
+        label: &'a SnapshotLabel,
         quota: SnapshotQuota,
     ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
         let taken = self.snapshot_sync(owner, label, quota);
         Box::pin(async move { Ok(taken) })
     }
 
-    fn snapshot_info<'a>(&'a self, owner: &'a Owner, id: &'a str) -> StoreFuture<'a, SnapshotInfo> {
+    fn snapshot_info<'a>(
+        &'a self,
+        owner: &'a Owner,
+        id: &'a SnapshotId,
+    ) -> StoreFuture<'a, SnapshotInfo> {
         let result = self.read(owner, |st| {
             st.snapshots.get(id).cloned().ok_or(StoreError::NotFound)
         });
@@ -501,7 +509,7 @@ impl WorkspaceStore for MemoryStore {
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,
-        id: &'a str,
+        id: &'a SnapshotId,
         outcome: &'a str,
     ) -> StoreFuture<'a, SnapshotInfo> {
         Box::pin(async move { self.release_sync(owner, id, outcome) })
@@ -548,7 +556,7 @@ impl WorkspaceStore for MemoryStore {
         limit: usize,
     ) -> StoreFuture<'a, usize> {
         // The oldest releases first, across owners, as the other backends do.
-        let mut released: Vec<(DateTime<Utc>, String, Arc<RwLock<OwnerState>>)> = Vec::new();
+        let mut released: Vec<(DateTime<Utc>, SnapshotId, Arc<RwLock<OwnerState>>)> = Vec::new();
         for (_, state) in &self.all_owners() {
             let st = state.read().unwrap_or_else(|e| e.into_inner());
             released.extend(st.snapshots.values().filter_map(|s| match &s.released {
@@ -569,7 +577,7 @@ impl WorkspaceStore for MemoryStore {
     fn list_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         prefix: &'a WorkspacePrefix,
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         let result = self.read(owner, |st| {
@@ -582,7 +590,7 @@ impl WorkspaceStore for MemoryStore {
     fn get_at<'a>(
         &'a self,
         owner: &'a Owner,
-        snapshot: &'a str,
+        snapshot: &'a SnapshotId,
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, StoredFile> {
         let result = self.read(owner, |st| {

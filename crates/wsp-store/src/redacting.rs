@@ -45,6 +45,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::{SnapshotId, SnapshotLabel};
 use wsp_types::{Owner, OwnerId, WorkspacePath};
 
 use crate::{
@@ -175,7 +176,7 @@ impl<S: WorkspaceStore + ?Sized> RedactingStore<S> {
         if r.contains_secret(path.as_str()) {
             return Err(StoreError::ContainsSecret { field: "path" });
         }
-        if r.contains_secret(&write.content_type) {
+        if r.contains_secret(write.content_type.as_str()) {
             return Err(StoreError::ContainsSecret {
                 field: "contentType",
             });
@@ -192,6 +193,16 @@ impl<S: WorkspaceStore + ?Sized> RedactingStore<S> {
 
 fn refused<'a, T: Send + 'a>(e: StoreError) -> StoreFuture<'a, T> {
     Box::pin(std::future::ready(Err(e)))
+}
+
+impl<S: WorkspaceStore + ?Sized> RedactingStore<S> {
+    /// Refuses a label with a configured secret in any of its texts.
+    fn screen_label(&self, owner: &Owner, label: &SnapshotLabel) -> Result<(), StoreError> {
+        label
+            .texts()
+            .into_iter()
+            .try_for_each(|text| refuse_secret(&*self.secrets, owner, "label", text))
+    }
 }
 
 impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
@@ -213,8 +224,12 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
         }
     }
 
-    fn snapshot<'a>(&'a self, owner: &'a Owner, label: &'a str) -> StoreFuture<'a, SnapshotInfo> {
-        match refuse_secret(&*self.secrets, owner, "label", label) {
+    fn snapshot<'a>(
+        &'a self,
+        owner: &'a Owner,
+        label: &'a SnapshotLabel,
+    ) -> StoreFuture<'a, SnapshotInfo> {
+        match self.screen_label(owner, label) {
             Ok(()) => self.inner.snapshot(owner, label),
             Err(e) => refused(e),
         }
@@ -223,10 +238,10 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
     fn snapshot_within<'a>(
         &'a self,
         owner: &'a Owner,
-        label: &'a str,
+        label: &'a SnapshotLabel,
         quota: SnapshotQuota,
     ) -> StoreFuture<'a, Result<SnapshotInfo, QuotaExceeded>> {
-        match refuse_secret(&*self.secrets, owner, "label", label) {
+        match self.screen_label(owner, label) {
             Ok(()) => self.inner.snapshot_within(owner, label, quota),
             Err(e) => refused(e),
         }
@@ -235,7 +250,7 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
     fn release_snapshot<'a>(
         &'a self,
         owner: &'a Owner,
-        id: &'a str,
+        id: &'a SnapshotId,
         outcome: &'a str,
     ) -> StoreFuture<'a, SnapshotInfo> {
         match refuse_secret(&*self.secrets, owner, "outcome", outcome) {

@@ -338,7 +338,7 @@ mod tests {
                 &p,
                 FileWrite {
                     content: "{\"a\": 1}".into(),
-                    content_type: "application/json".into(),
+                    content_type: wsp_types::MediaType::from_static("application/json"),
                     author: Some("u".into()),
                 },
                 Precondition::None,

@@ -12,7 +12,7 @@
 //! [`PutDecision::stored_file`].
 
 use chrono::{DateTime, Utc};
-use wsp_types::{ETag, LimitKind, WorkspacePath};
+use wsp_types::{ETag, LimitKind, MediaType, WorkspacePath};
 
 use crate::{FileMeta, FileWrite, Limits, Precondition, StoreError, StoredFile, new_life_id};
 
@@ -200,8 +200,8 @@ pub struct StoredColumns {
     pub life: i64,
     /// The version.
     pub version: i64,
-    /// The media type.
-    pub content_type: String,
+    /// The media type (read back through [`MediaType::parse`]: every writer stored a valid one).
+    pub content_type: MediaType,
     /// The author, if recorded.
     pub author: Option<String>,
     /// When the version was written.

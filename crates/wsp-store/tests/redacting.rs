@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use wsp_store::shared::{Publication, PublishError, PublishPrefix, shared_workspace};
 use wsp_store::{
-    FileWrite, MemoryStore, Precondition, RedactingStore, Redactor, Secret, SnapshotQuota,
-    StoreError, StoreFeatures, TenantSecrets, WorkspaceStore,
+    FileWrite, MemoryStore, Precondition, RedactingStore, Redactor, Secret, SnapshotLabel,
+    SnapshotQuota, StoreError, StoreFeatures, TenantSecrets, WorkspaceStore,
 };
 use wsp_types::{Owner, OwnerId, WorkspacePath, WorkspacePrefix};
 
@@ -76,7 +76,7 @@ async fn put_redacts_content_and_author() {
     let f = fixture();
     let write = FileWrite {
         content: format!("key={SECRET}\n"),
-        content_type: "text/plain".into(),
+        content_type: wsp_types::MediaType::from_static("text/plain"),
         author: Some(format!("agent-{SECRET}")),
     };
     let stored = f
@@ -160,7 +160,7 @@ async fn a_path_or_media_type_with_a_secret_is_refused_and_nothing_is_stored() {
     for (path, content_type, field) in cases {
         let write = FileWrite {
             content: "harmless".into(),
-            content_type,
+            content_type: wsp_types::MediaType::parse(&content_type).unwrap(),
             author: None,
         };
         let err = f
@@ -195,19 +195,24 @@ async fn a_path_or_media_type_with_a_secret_is_refused_and_nothing_is_stored() {
 #[tokio::test]
 async fn snapshot_labels_and_outcomes_with_a_secret_are_refused() {
     let f = fixture();
-    let label = format!("{{\"workflowId\":\"{SECRET}\"}}");
-    assert_eq!(
-        f.store.snapshot(&f.owner, &label).await.unwrap_err(),
-        StoreError::ContainsSecret { field: "label" }
-    );
-    assert_eq!(
-        f.store
-            .snapshot_within(&f.owner, &label, SnapshotQuota::UNBOUNDED)
-            .await
-            .unwrap_err(),
-        StoreError::ContainsSecret { field: "label" }
-    );
-    let info = f.store.snapshot(&f.owner, "run").await.unwrap();
+    let run = wsp_store::RunMeta::new(SECRET, "alice", std::time::Duration::from_secs(60));
+    for label in [
+        SnapshotLabel::text(format!("about {SECRET}")),
+        SnapshotLabel::Run(run),
+    ] {
+        assert_eq!(
+            f.store.snapshot(&f.owner, &label).await.unwrap_err(),
+            StoreError::ContainsSecret { field: "label" }
+        );
+        assert_eq!(
+            f.store
+                .snapshot_within(&f.owner, &label, SnapshotQuota::UNBOUNDED)
+                .await
+                .unwrap_err(),
+            StoreError::ContainsSecret { field: "label" }
+        );
+    }
+    let info = f.store.snapshot(&f.owner, &"run".into()).await.unwrap();
     assert_eq!(
         f.store
             .release_snapshot(&f.owner, &info.id, SECRET)
@@ -221,7 +226,7 @@ async fn snapshot_labels_and_outcomes_with_a_secret_are_refused() {
             .await
             .unwrap()
             .iter()
-            .all(|(_, s)| s.label == "run")
+            .all(|(_, s)| s.label == SnapshotLabel::text("run"))
     );
     f.store
         .release_snapshot(&f.owner, &info.id, "completed")

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use wsp_store::shared::{Publication, PublishError, PublishPrefix};
 use wsp_store::{FileWrite, Precondition, StoreError, WorkspaceStore};
-use wsp_types::{Owner, OwnerId, OwnerIdError, WorkspacePath, WorkspacePrefix};
+use wsp_types::{MediaType, Owner, OwnerId, OwnerIdError, WorkspacePath, WorkspacePrefix};
 
 use crate::error::{ErrorCode, VfsError};
 use crate::tools::{ToolAnnotations, ToolDefinition, ToolOutput, ToolResult, input_schema};
@@ -603,7 +603,7 @@ impl ItemsProfile {
     pub async fn write(&self, key: &str, value: String) -> Result<ItemChanged, VfsError> {
         let path = item_key(key)?;
         let write = FileWrite {
-            content_type: content_type_of(&value).to_owned(),
+            content_type: MediaType::from_static(content_type_of(&value)),
             content: value,
             author: Some(self.agent.agent_id.to_string()),
         };

@@ -36,7 +36,7 @@ async fn measure(store: &dyn WorkspaceStore, owner: &Owner) -> Vec<Duration> {
     for _ in 0..SAMPLES {
         let start = Instant::now();
         let snap = store
-            .snapshot(owner, "bench")
+            .snapshot(owner, &"bench".into())
             .await
             .expect("snapshots work");
         samples.push(start.elapsed());

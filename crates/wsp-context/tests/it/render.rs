@@ -56,7 +56,7 @@ async fn render_snapshot(
 ) -> wsp_context::RenderedContext {
     let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
     let store = store_with(&refs).await;
-    let run = store.snapshot(&owner(), "run").await.unwrap();
+    let run = store.snapshot(&owner(), &"run".into()).await.unwrap();
     let source = StoreSource::at_snapshot(store, owner(), run.id);
     let ctx = assemble(&source, config).await.unwrap();
     assert!(ctx.report.used_tokens <= config.budget_tokens);

@@ -11,7 +11,7 @@ use crate::support::{owner, path, put_all, store_with};
 #[tokio::test]
 async fn a_snapshot_source_ignores_later_writes_and_deletes() {
     let store = store_with(&[("AGENTS.md", "before\n"), ("MEMORY.md", "kept\n")]).await;
-    let run = store.snapshot(&owner(), "run").await.unwrap();
+    let run = store.snapshot(&owner(), &"run".into()).await.unwrap();
     put_all(
         &store,
         &[("AGENTS.md", "after\n"), ("knowledge/new.md", "x")],
@@ -40,7 +40,7 @@ async fn a_snapshot_source_ignores_later_writes_and_deletes() {
 #[tokio::test]
 async fn a_released_snapshot_is_an_error_not_missing_files() {
     let store = store_with(&[("AGENTS.md", "a\n")]).await;
-    let run = store.snapshot(&owner(), "run").await.unwrap();
+    let run = store.snapshot(&owner(), &"run".into()).await.unwrap();
     let source = StoreSource::at_snapshot(store.clone(), owner(), run.id.clone());
     assert_eq!(
         source.read(&path("nope.md")).await.unwrap(),
@@ -53,8 +53,12 @@ async fn a_released_snapshot_is_an_error_not_missing_files() {
     let err = assemble(&source, &ContextConfig::default())
         .await
         .unwrap_err();
-    assert_eq!(err, SourceError::SnapshotGone(run.id.clone()));
-    let unknown = StoreSource::at_snapshot(store, owner(), "0".repeat(32));
+    assert_eq!(err, SourceError::SnapshotGone(run.id.to_string()));
+    let unknown = StoreSource::at_snapshot(
+        store,
+        owner(),
+        wsp_store::SnapshotId::parse(&"0".repeat(32)).unwrap(),
+    );
     assert!(matches!(
         unknown.list(&WorkspacePrefix::all()).await,
         Err(SourceError::SnapshotGone(_))

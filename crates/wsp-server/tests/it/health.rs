@@ -22,8 +22,8 @@ impl WorkspaceStore for Flaky {
         let down = self.down.load(Ordering::SeqCst);
         Box::pin(async move {
             if down {
-                Err(StoreError::Unavailable(
-                    "connection refused at 10.0.0.7:5432 (secret-internal-detail)".to_owned(),
+                Err(StoreError::unavailable(
+                    "connection refused at 10.0.0.7:5432 (secret-internal-detail)",
                 ))
             } else {
                 Ok(())

@@ -171,7 +171,9 @@ async fn expired_runs_are_ended_without_being_read() {
     let run = s.a().create_run("abandoned").await.unwrap();
     let cutoff = || chrono::Utc::now() + chrono::Duration::seconds(10);
     let open = |v: Vec<(wsp_types::Owner, wsp_store::SnapshotInfo)>| {
-        v.into_iter().map(|(_, i)| i.id).collect::<Vec<_>>()
+        v.into_iter()
+            .map(|(_, i)| i.id.to_string())
+            .collect::<Vec<_>>()
     };
     assert_eq!(
         open(store.open_snapshots_before(cutoff(), 10).await.unwrap()),
@@ -239,7 +241,7 @@ async fn the_sweep_ends_only_expired_runs() {
     // The default time to live is far away: the sweep leaves the run and a bare snapshot open.
     let run = s.a().create_run("long").await.unwrap();
     let owner = wsp_types::Owner::parse("tenant-a", "default").unwrap();
-    store.snapshot(&owner, "not a run").await.unwrap();
+    store.snapshot(&owner, &"not a run".into()).await.unwrap();
     assert_eq!(
         wsp_server::sweep_runs(&s.state).await.unwrap(),
         wsp_server::RunSweep::default()

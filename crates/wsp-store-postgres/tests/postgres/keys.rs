@@ -27,7 +27,7 @@ async fn only_the_secrets_hash_is_stored() {
     registry.insert(record.clone()).await.unwrap();
     assert!(matches!(
         registry.insert(record).await,
-        Err(StoreError::Internal(_))
+        Err(StoreError::Internal { .. })
     ));
 
     // Only the hash is stored.

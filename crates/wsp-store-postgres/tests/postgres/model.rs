@@ -122,7 +122,7 @@ async fn any_string_round_trips() {
         let p = path(&format!("s/{i}.txt"));
         let w = FileWrite {
             content: content.into(),
-            content_type: "text/plain; charset=utf-8".into(),
+            content_type: wsp_types::MediaType::from_static("text/plain; charset=utf-8"),
             author: Some("ünïcode author".into()),
         };
         let written = s.put(&a, &p, w, Precondition::None).await.unwrap();
@@ -320,7 +320,7 @@ async fn an_older_schema_with_data_is_migrated() {
     for (p, author) in [("a.md", Some("ann")), ("b/c.md", None)] {
         let w = FileWrite {
             content: format!("{p} body"),
-            content_type: "text/plain".into(),
+            content_type: wsp_types::MediaType::from_static("text/plain"),
             author: author.map(str::to_owned),
         };
         s.put(&a, &path(p), w, Precondition::None).await.unwrap();

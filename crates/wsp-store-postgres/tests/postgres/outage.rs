@@ -71,7 +71,9 @@ async fn terminate(db: &tokio_postgres::Client, app: &str) {
 /// `Unavailable`, with a message that says what happened.
 fn assert_unavailable<T: std::fmt::Debug>(result: Result<T, StoreError>) {
     match result {
-        Err(StoreError::Unavailable(message)) => {
+        Err(StoreError::Unavailable {
+            reason: message, ..
+        }) => {
             assert!(message.contains("PostgreSQL"), "{message}");
         }
         other => panic!("expected Unavailable, got {other:?}"),
@@ -437,7 +439,9 @@ async fn a_silent_database_is_unavailable_then_recovers() {
         .await;
     let waited = started.elapsed();
     match write {
-        Err(StoreError::Unavailable(m)) => assert!(m.contains("may or may not"), "{m}"),
+        Err(StoreError::Unavailable { reason: m, .. }) => {
+            assert!(m.contains("may or may not"), "{m}")
+        }
         other => panic!("expected Unavailable, got {other:?}"),
     }
     assert!(
@@ -512,7 +516,7 @@ async fn a_statement_timeout_is_unavailable() {
         .put(&a, &p, FileWrite::markdown("v2"), Precondition::None)
         .await;
     match blocked {
-        Err(StoreError::Unavailable(m)) => assert!(m.contains("in time"), "{m}"),
+        Err(StoreError::Unavailable { reason: m, .. }) => assert!(m.contains("in time"), "{m}"),
         other => panic!("expected Unavailable, got {other:?}"),
     }
     assert_eq!(store.get(&a, &p, None).await.unwrap().content, "v1");
@@ -548,7 +552,7 @@ async fn internal_errors_never_quote_content() {
         .put(&a, &p, FileWrite::markdown(content), Precondition::None)
         .await;
     let message = match failed {
-        Err(StoreError::Internal(m)) => m,
+        Err(StoreError::Internal { reason: m, .. }) => m,
         other => panic!("expected Internal, got {other:?}"),
     };
     assert!(message.contains("23514"), "{message}");

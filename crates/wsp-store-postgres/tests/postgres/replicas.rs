@@ -444,7 +444,7 @@ async fn snapshots_under_racing_replicas_match_the_feed() {
     let taker = Arc::clone(&stores[2]);
     let mut snaps = Vec::new();
     while !writers.is_empty() {
-        snaps.push(taker.snapshot(&a, "race").await.unwrap());
+        snaps.push(taker.snapshot(&a, &"race".into()).await.unwrap());
         tokio::task::yield_now().await;
         while let Some(r) = writers.try_join_next() {
             r.unwrap();

@@ -69,7 +69,7 @@ async fn observe(s: &SqliteStore, o: &Owner) -> Vec<(Vec<StoredFile>, Vec<wsp_st
 async fn observe_snapshot(
     s: &SqliteStore,
     o: &Owner,
-    id: &str,
+    id: &wsp_store::SnapshotId,
 ) -> (SnapshotInfo, Vec<wsp_store::FileMeta>, Vec<StoredFile>) {
     let info = s.snapshot_info(o, id).await.unwrap();
     let listed = s.list_at(o, id, &WorkspacePrefix::all()).await.unwrap();
@@ -101,7 +101,7 @@ async fn reopen_keeps_versions_etags_tombstones_counts_snapshots_and_the_feed() 
         for i in 1..=4 {
             let w = FileWrite {
                 content: format!("keep v{i}"),
-                content_type: "text/plain".into(),
+                content_type: wsp_types::MediaType::from_static("text/plain"),
                 author: (i % 2 == 0).then(|| format!("author {i}")),
             };
             s.put(&a, &path("keep.md"), w, Precondition::None)
@@ -110,7 +110,7 @@ async fn reopen_keeps_versions_etags_tombstones_counts_snapshots_and_the_feed() 
         }
         put(&s, &a, "gone.md", "1").await;
         let gone = put(&s, &a, "gone.md", "2").await;
-        let run = s.snapshot(&a, "run 1").await.unwrap();
+        let run = s.snapshot(&a, &"run 1".into()).await.unwrap();
         s.delete(&a, &path("gone.md"), Precondition::None)
             .await
             .unwrap();
@@ -432,7 +432,7 @@ async fn a_held_write_lock_blocks_writes_but_not_reads() {
         )
         .await;
     assert!(
-        matches!(blocked, Err(StoreError::Unavailable(_))),
+        matches!(blocked, Err(StoreError::Unavailable { .. })),
         "{blocked:?}"
     );
     raw.execute_batch("ROLLBACK").unwrap();
@@ -517,7 +517,9 @@ async fn a_failed_write_transaction_changes_nothing() {
         )
         .await;
     match failed {
-        Err(StoreError::Internal(message)) => {
+        Err(StoreError::Internal {
+            reason: message, ..
+        }) => {
             assert!(message.contains("refused"), "{message}");
             assert!(!message.contains(secret), "{message}");
         }
@@ -531,7 +533,7 @@ async fn a_failed_write_transaction_changes_nothing() {
             Precondition::None,
         )
         .await;
-    assert!(matches!(created, Err(StoreError::Internal(_))));
+    assert!(matches!(created, Err(StoreError::Internal { .. })));
     raw.execute_batch("DROP TRIGGER refuse").unwrap();
 
     assert_eq!(s.get(&a, &path("a.md"), None).await.unwrap(), v1);
@@ -731,9 +733,15 @@ async fn only_committed_changes_are_announced() {
             Precondition::None,
         )
         .await;
-    assert!(matches!(failed, Err(StoreError::Internal(_))), "{failed:?}");
+    assert!(
+        matches!(failed, Err(StoreError::Internal { .. })),
+        "{failed:?}"
+    );
     let failed = s.delete(&a, &path("a.md"), Precondition::None).await;
-    assert!(matches!(failed, Err(StoreError::Internal(_))), "{failed:?}");
+    assert!(
+        matches!(failed, Err(StoreError::Internal { .. })),
+        "{failed:?}"
+    );
     assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
     assert_eq!(s.get(&a, &path("a.md"), None).await.unwrap(), v1);
     raw.execute_batch("DROP TRIGGER refuse").unwrap();
@@ -784,7 +792,7 @@ async fn a_snapshot_pins_rows_for_every_store_on_the_file() {
     let a = owner("a");
     put(&one, &a, "a.md", "pinned").await;
     put(&one, &a, "b.md", "pinned too").await;
-    let snap = one.snapshot(&a, "run").await.unwrap();
+    let snap = one.snapshot(&a, &"run".into()).await.unwrap();
     for i in 2..=6 {
         put(&two, &a, "a.md", &format!("v{i}")).await;
     }
@@ -822,7 +830,7 @@ async fn a_write_does_not_rewrite_the_previous_version() {
     let a = owner("a");
     let big = "x".repeat(512 * 1024);
     put(&s, &a, "big.md", &big).await;
-    let snap = s.snapshot(&a, "").await.unwrap();
+    let snap = s.snapshot(&a, &"".into()).await.unwrap();
     let raw = Connection::open(db(&dir)).unwrap();
     let wal = dir.path().join("wsp.sqlite3-wal");
     for (i, body) in ["y", "z"].iter().enumerate() {

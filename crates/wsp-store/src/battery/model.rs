@@ -199,8 +199,8 @@ pub fn script_limits(keep: u64) -> Limits {
 /// A snapshot taken in both stores.
 struct Taken {
     tenant: usize,
-    memory: String,
-    backend: String,
+    memory: crate::SnapshotId,
+    backend: crate::SnapshotId,
 }
 
 /// Per store, the etags it issued per (tenant, path): the first ever and the live one.
@@ -249,7 +249,7 @@ fn seen(f: &StoredFile) -> Seen {
         f.meta.path.as_str().to_owned(),
         f.meta.version,
         f.content.clone(),
-        f.meta.content_type.clone(),
+        f.meta.content_type.to_string(),
         f.meta.size,
         f.meta.author.clone(),
     )
@@ -331,9 +331,9 @@ pub async fn run_script<S: WorkspaceStore>(
                 let write = FileWrite {
                     content,
                     content_type: if step % 3 == 0 {
-                        "text/plain".into()
+                        wsp_types::MediaType::from_static("text/plain")
                     } else {
-                        "text/markdown".into()
+                        wsp_types::MediaType::markdown()
                     },
                     author: (step % 2 == 0).then(|| format!("agent-{step}")),
                 };
@@ -377,8 +377,8 @@ pub async fn run_script<S: WorkspaceStore>(
             }
             Op::Snapshot { tenant } => {
                 let o = owner(tenant);
-                let b = backend.snapshot(&o, "model").await;
-                let m = memory.snapshot(&o, "model").await;
+                let b = backend.snapshot(&o, &"model".into()).await;
+                let m = memory.snapshot(&o, &"model".into()).await;
                 agree(outcome(&b, |i| i.seq), outcome(&m, |i| i.seq), || {
                     at("the snapshot")
                 })?;

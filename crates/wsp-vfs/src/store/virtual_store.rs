@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use wsp_store::{FileWrite, Precondition, StoreError, StoredFile, WorkspaceStore};
-use wsp_types::{ETag, LimitKind, Owner, WorkspacePath, WorkspacePrefix};
+use wsp_types::{ETag, LimitKind, MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 use super::{
     EntryKind, Fail, FileBytes, Listing, RawEntry, Walk, WalkedFile, WriteCondition, Written,
@@ -229,13 +229,13 @@ impl VirtualStore {
         &self,
         path: &WorkspacePath,
         content: String,
-        content_type: &str,
+        content_type: &'static str,
         pre: Precondition,
         on_conflict: Fail,
     ) -> Result<ETag, Fail> {
         let write = FileWrite {
             content,
-            content_type: content_type.to_owned(),
+            content_type: MediaType::from_static(content_type),
             author: self.author.clone(),
         };
         match self.store.put(&self.owner, path, write, pre).await {

@@ -455,3 +455,68 @@ fn the_rule_readers_read_what_the_document_writes() {
         );
     }
 }
+
+/// The type, trait and alias names `pub` in one crate's `src/`.
+fn public_type_names(src: &Path) -> BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut names = BTreeSet::new();
+    for file in files {
+        let text = fs::read_to_string(&file).expect("source file");
+        for line in code_lines(&text) {
+            let line = line.trim_start();
+            for kind in [
+                "pub struct ",
+                "pub enum ",
+                "pub trait ",
+                "pub type ",
+                "pub union ",
+            ] {
+                if let Some(rest) = line.strip_prefix(kind) {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        names.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    names
+}
+
+/// A host author who depends on several of the kit's crates never meets two public types of
+/// the same name (`ApiError` in the client and the server, `ErrorCode` in the types and the
+/// VFS, ...): every public type, trait and alias name belongs to one crate.
+#[test]
+fn no_public_type_name_is_declared_by_two_crates() {
+    let mut owners: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (name, package) in metadata() {
+        if name == "xtask" {
+            continue;
+        }
+        for ty in public_type_names(&package.dir.join("src")) {
+            owners.entry(ty).or_default().insert(name.clone());
+        }
+    }
+    assert!(
+        owners.len() > 100,
+        "found only {} public type names",
+        owners.len()
+    );
+    let twice: Vec<String> = owners
+        .iter()
+        .filter(|(_, crates)| crates.len() > 1)
+        .map(|(ty, crates)| {
+            let crates: Vec<&str> = crates.iter().map(String::as_str).collect();
+            format!("{ty}: {}", crates.join(", "))
+        })
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "these public type names are declared by more than one crate (rename one):\n  {}",
+        twice.join("\n  ")
+    );
+}

@@ -13,7 +13,7 @@ use wsp_client::Client;
 use wsp_server::ConfigAgentRegistry;
 use wsp_store::approvals::ApprovalRegistry;
 use wsp_store_postgres::PgApprovals;
-use wsp_store_sqlite::approvals::SqliteApprovals;
+use wsp_store_sqlite::SqliteApprovals;
 use wsp_types::wire::PublishRequest;
 use wsp_types::{Owner, OwnerId, WorkspacePath};
 

@@ -4,7 +4,7 @@
 use clap::{ArgGroup, Args, Subcommand};
 use wsp_client::{Client, Error};
 use wsp_context::{
-    ContextConfig, ContextReport, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, Outcome,
+    ContextConfig, ContextReport, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, EntryOutcome,
     ReadOutcome, SourceError, SourceFuture, assemble,
 };
 use wsp_types::{ErrorCode, WorkspacePath, WorkspacePrefix};
@@ -184,5 +184,8 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
 }
 
 fn has_missing(report: &ContextReport) -> bool {
-    report.entries.iter().any(|e| e.outcome == Outcome::Missing)
+    report
+        .entries
+        .iter()
+        .any(|e| e.outcome == EntryOutcome::Missing)
 }

@@ -8,7 +8,7 @@ use wsp_server::AgentRegistry as _;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::shared::{private_workspace, shared_workspace};
 use wsp_store_postgres::PgKeyRegistry;
-use wsp_store_sqlite::keys::SqliteKeyRegistry;
+use wsp_store_sqlite::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
 use crate::CliError;

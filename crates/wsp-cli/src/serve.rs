@@ -9,9 +9,9 @@ use wsp_store::approvals::ApprovalRegistry;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::{IdempotencyRecords, MemoryIdempotency, MemoryStore, WorkspaceStore};
 use wsp_store_postgres::{PgOptions, PgStore, PoolStatus};
+use wsp_store_sqlite::SqliteApprovals;
+use wsp_store_sqlite::SqliteKeyRegistry;
 use wsp_store_sqlite::SqliteStore;
-use wsp_store_sqlite::approvals::SqliteApprovals;
-use wsp_store_sqlite::keys::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
 use crate::CliError;

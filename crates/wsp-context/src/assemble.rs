@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use wsp_types::{WorkspacePath, WorkspacePrefix};
 
 use crate::budget::{Block, BlockKind, lay_out};
-use crate::report::{ContextReport, Outcome, ReportEntry, Section};
+use crate::report::{ContextReport, EntryOutcome, ReportEntry, Section};
 use crate::source::{ContextSource, ReadOutcome, SourceError};
 use crate::tokens::{CharEstimate, TokenCounter};
 
@@ -190,7 +190,7 @@ pub struct RenderedContext {
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use wsp_context::{ContextConfig, Outcome, StoreSource, assemble};
+/// use wsp_context::{ContextConfig, EntryOutcome, StoreSource, assemble};
 /// use wsp_store::{FileWrite, MemoryStore, Precondition, WorkspaceStore};
 /// use wsp_types::{Owner, WorkspacePath};
 ///
@@ -204,7 +204,7 @@ pub struct RenderedContext {
 /// assert!(ctx.text.contains("Be brief."));
 /// assert!(ctx.text.contains("[MISSING: MEMORY.md]"));
 /// assert!(ctx.report.used_tokens <= 500);
-/// assert_eq!(ctx.report.entries[0].outcome, Outcome::Included);
+/// assert_eq!(ctx.report.entries[0].outcome, EntryOutcome::Included);
 /// # });
 /// ```
 pub async fn assemble(
@@ -401,7 +401,7 @@ fn file_block(section: Section, path: &str, read: &ReadOutcome, floor: usize) ->
         ReadOutcome::Missing => (
             BlockKind::Fixed {
                 line: format!("[MISSING: {path}]\n"),
-                outcome: Outcome::Missing,
+                outcome: EntryOutcome::Missing,
                 reason: Some("no such file".to_owned()),
             },
             0,
@@ -409,7 +409,7 @@ fn file_block(section: Section, path: &str, read: &ReadOutcome, floor: usize) ->
         ReadOutcome::Refused(why) => (
             BlockKind::Fixed {
                 line: format!("[SKIPPED: {path}: {why}]\n"),
-                outcome: Outcome::Skipped,
+                outcome: EntryOutcome::Skipped,
                 reason: Some(why.to_string()),
             },
             0,
@@ -446,7 +446,7 @@ fn index_block(
                     "- {} ({}) [MISSING: {}]\n",
                     entry.name, entry.path, entry.path
                 );
-                let note = index_note(section, entry, Outcome::Missing, "no such file");
+                let note = index_note(section, entry, EntryOutcome::Missing, "no such file");
                 notes.push((note, line.clone()));
                 line
             }
@@ -455,7 +455,7 @@ fn index_block(
                     "- {} ({}) [SKIPPED: {}: {why}]\n",
                     entry.name, entry.path, entry.path
                 );
-                let note = index_note(section, entry, Outcome::Skipped, &why.to_string());
+                let note = index_note(section, entry, EntryOutcome::Skipped, &why.to_string());
                 notes.push((note, line.clone()));
                 line
             }
@@ -478,7 +478,12 @@ fn index_block(
     (block, notes)
 }
 
-fn index_note(section: Section, entry: &IndexEntry, outcome: Outcome, reason: &str) -> ReportEntry {
+fn index_note(
+    section: Section,
+    entry: &IndexEntry,
+    outcome: EntryOutcome,
+    reason: &str,
+) -> ReportEntry {
     ReportEntry {
         section,
         path: entry.path.to_string(),

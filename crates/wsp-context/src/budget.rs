@@ -13,7 +13,7 @@
 //! Every count used in steps 1-3 is an upper bound of what the rendered part costs under a
 //! subadditive counter such as [`CharEstimate`](crate::CharEstimate), so step 4 renders once.
 
-use crate::report::{Outcome, ReportEntry, Section};
+use crate::report::{EntryOutcome, ReportEntry, Section};
 use crate::tokens::TokenCounter;
 
 /// The first line of the frame; the preamble says what the blocks are.
@@ -40,7 +40,7 @@ pub(crate) enum BlockKind {
     /// Always exactly this line (a missing or refused file).
     Fixed {
         line: String,
-        outcome: Outcome,
+        outcome: EntryOutcome,
         reason: Option<String>,
     },
     /// A file's content, cut on characters (at a line end when one is near).
@@ -171,7 +171,7 @@ fn render_block(
     let mut entry = ReportEntry {
         section: block.section,
         path: block.path.clone(),
-        outcome: Outcome::Included,
+        outcome: EntryOutcome::Included,
         full_tokens: m.body,
         included_tokens: m.body,
         omitted_tokens: 0,
@@ -181,7 +181,7 @@ fn render_block(
     };
     let stub = |out: &mut String, entry: &mut ReportEntry| {
         out.push_str(&truncated_marker(m.body, &block.path));
-        entry.outcome = Outcome::Omitted;
+        entry.outcome = EntryOutcome::Omitted;
         entry.included_tokens = 0;
         entry.omitted_tokens = m.body;
         entry.reason = Some("no room left in the token budget".into());
@@ -224,7 +224,7 @@ fn render_block(
             out.push_str(&kept);
             out.push_str(&truncated_marker(omitted, &block.path));
             out.push_str(footer);
-            entry.outcome = Outcome::Truncated;
+            entry.outcome = EntryOutcome::Truncated;
             entry.included_tokens = kept_tokens;
             entry.omitted_tokens = omitted;
             entry.reason = Some("cut to fit the token budget".into());
@@ -260,7 +260,7 @@ fn render_block(
             lines[..kept].iter().for_each(|l| out.push_str(l));
             out.push_str(&truncated_marker(omitted, &block.path));
             out.push_str(footer);
-            entry.outcome = Outcome::Truncated;
+            entry.outcome = EntryOutcome::Truncated;
             entry.included_tokens = kept_tokens;
             entry.omitted_tokens = omitted;
             entry.reason = Some(format!(
@@ -360,7 +360,7 @@ fn collapse(
             path: b.path.clone(),
             outcome: match &b.kind {
                 BlockKind::Fixed { outcome, .. } => *outcome,
-                _ => Outcome::Omitted,
+                _ => EntryOutcome::Omitted,
             },
             full_tokens: m.body,
             included_tokens: 0,
@@ -404,14 +404,14 @@ mod tests {
     }
 
     /// Lays out blocks of the given body sizes and floors; returns each outcome and the text.
-    fn check(sizes: &[(usize, usize)], budget: usize, expect: &[Outcome]) -> Layout {
+    fn check(sizes: &[(usize, usize)], budget: usize, expect: &[EntryOutcome]) -> Layout {
         let blocks: Vec<Block> = sizes
             .iter()
             .enumerate()
             .map(|(i, (len, floor))| text_block(&format!("f{i}.md"), &"x".repeat(*len), *floor))
             .collect();
         let layout = lay_out(&blocks, budget, &CharEstimate);
-        let got: Vec<Outcome> = layout.entries.iter().map(|e| e.outcome).collect();
+        let got: Vec<EntryOutcome> = layout.entries.iter().map(|e| e.outcome).collect();
         assert_eq!(
             got, expect,
             "sizes {sizes:?} budget {budget}\n{}",
@@ -424,7 +424,7 @@ mod tests {
 
     #[test]
     fn outcomes_by_budget() {
-        use Outcome::*;
+        use EntryOutcome::*;
         check(&[(40, 0), (40, 0)], 200, &[Included, Included]);
         check(&[(4000, 0), (40, 0)], 200, &[Truncated, Included]);
         // The first block takes everything left once the second has its floor.
@@ -469,7 +469,7 @@ mod tests {
             escaped_tags: 0,
         };
         let l = lay_out(&[block], 120, &CharEstimate);
-        assert_eq!(l.entries[0].outcome, Outcome::Truncated);
+        assert_eq!(l.entries[0].outcome, EntryOutcome::Truncated);
         assert!(l.text.contains("- skill 000\n"));
         assert!(!l.text.contains("- skill 099"));
         assert!(l.text.contains("tokens omitted, read skills/]"));
@@ -511,7 +511,7 @@ mod tests {
         assert!(!l.collapsed, "{}", l.text);
         assert!(l.used <= 150, "used {}", l.used);
         assert_eq!(l.used, Surcharge.count(&l.text));
-        assert_eq!(l.entries[0].outcome, Outcome::Truncated);
+        assert_eq!(l.entries[0].outcome, EntryOutcome::Truncated);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use std::sync::Arc;
-//! use wsp_context::{ContextConfig, Outcome, StoreSource, assemble};
+//! use wsp_context::{ContextConfig, EntryOutcome, StoreSource, assemble};
 //! use wsp_store::{FileWrite, MemoryStore, Precondition, WorkspaceStore};
 //! use wsp_types::{Owner, WorkspacePath};
 //!
@@ -42,7 +42,7 @@
 //! assert!(ctx.report.used_tokens <= 1000);
 //! assert!(ctx.text.contains("You review pull requests."));
 //! assert!(ctx.text.contains("tokens omitted, read MEMORY.md]"));
-//! assert_eq!(ctx.report.entries[1].outcome, Outcome::Truncated);
+//! assert_eq!(ctx.report.entries[1].outcome, EntryOutcome::Truncated);
 //! # });
 //! ```
 
@@ -64,7 +64,7 @@ pub use assemble::{
 };
 pub use dir_source::{DEFAULT_MAX_FILE_BYTES, DirectorySource};
 pub use memory_log::{append_memory_line, memory_log_path};
-pub use report::{ContextReport, Outcome, ReportEntry, Section};
+pub use report::{ContextReport, EntryOutcome, ReportEntry, Section};
 pub use sessions::{
     SessionIndex, SessionRecord, SessionUpdate, read_session_index, record_session,
     session_index_path, update_session_index,

@@ -32,7 +32,7 @@ pub struct ReportEntry {
     /// The workspace path (a directory prefix such as `knowledge/` for listings and indexes).
     pub path: String,
     /// What happened to it.
-    pub outcome: Outcome,
+    pub outcome: EntryOutcome,
     /// Its full body, in tokens (0 when missing or skipped).
     pub full_tokens: usize,
     /// How much of the body is in the text, in tokens.
@@ -78,7 +78,7 @@ pub enum Section {
 /// What happened to a [`ReportEntry`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum EntryOutcome {
     /// In the text in full.
     Included,
     /// In the text up to a `[TRUNCATED: N tokens omitted, read <path>]` marker.
@@ -105,11 +105,11 @@ impl ContextReport {
             line.push_str("; budget too small, everything omitted");
         }
         let groups = [
-            (Outcome::Included, "included"),
-            (Outcome::Truncated, "truncated"),
-            (Outcome::Omitted, "omitted"),
-            (Outcome::Missing, "missing"),
-            (Outcome::Skipped, "skipped"),
+            (EntryOutcome::Included, "included"),
+            (EntryOutcome::Truncated, "truncated"),
+            (EntryOutcome::Omitted, "omitted"),
+            (EntryOutcome::Missing, "missing"),
+            (EntryOutcome::Skipped, "skipped"),
         ];
         let mut first = true;
         for (outcome, word) in groups {
@@ -125,7 +125,7 @@ impl ContextReport {
             line.push_str(if first { "; " } else { ", " });
             first = false;
             line.push_str(&format!("{} {word}", paths.len()));
-            if outcome != Outcome::Included {
+            if outcome != EntryOutcome::Included {
                 line.push_str(&format!(" ({})", paths.join(", ")));
             }
         }

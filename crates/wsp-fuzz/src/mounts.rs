@@ -7,7 +7,7 @@ use serde_json::json;
 use wsp_store::{MemoryStore, WorkspaceStore};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 use wsp_vfs::{
-    AccessScope, ErrorCode, MountConfig, MountTable, VfsError, VirtualPath, WorkspaceConfig,
+    AccessScope, MountConfig, MountTable, VfsError, VfsErrorCode, VirtualPath, WorkspaceConfig,
 };
 
 /// Tables with more entries than this are loaded but not routed through (to keep runs fast).
@@ -83,11 +83,15 @@ fn virtual_path(components: &[String]) -> Option<VirtualPath> {
 /// Whether a write refused because of what exists at or above its name got the right code: a
 /// write-only Workspace may answer `conflict` for every such refusal, so that an agent that may
 /// not read it cannot probe it either.
-fn refused_for_what_exists(got: Option<ErrorCode>, code: ErrorCode, write_only: bool) -> bool {
-    got == Some(code) || (write_only && got == Some(ErrorCode::Conflict))
+fn refused_for_what_exists(
+    got: Option<VfsErrorCode>,
+    code: VfsErrorCode,
+    write_only: bool,
+) -> bool {
+    got == Some(code) || (write_only && got == Some(VfsErrorCode::Conflict))
 }
 
-fn code(result: &Result<impl Sized, VfsError>) -> Option<ErrorCode> {
+fn code(result: &Result<impl Sized, VfsError>) -> Option<VfsErrorCode> {
     result.as_ref().err().map(|e| e.code)
 }
 
@@ -135,7 +139,7 @@ async fn routing(table: &MountTable) {
         let read = vfs
             .read_file(serde_json::from_value(json!({"path": path.as_str()})).expect("read_file"))
             .await;
-        let denied = Some(ErrorCode::PermissionDenied);
+        let denied = Some(VfsErrorCode::PermissionDenied);
         let Some(i) = target else {
             assert_eq!(code(&write), denied, "write {path} is under no workspace");
             assert_eq!(code(&read), denied, "read {path} is under no workspace");
@@ -150,7 +154,7 @@ async fn routing(table: &MountTable) {
         match scope {
             AccessScope::ReadOnly => assert_eq!(code(&write), denied, "write {path} is RO"),
             _ if rel.is_empty() || mount_point_below => assert!(
-                refused_for_what_exists(code(&write), ErrorCode::IsDirectory, write_only),
+                refused_for_what_exists(code(&write), VfsErrorCode::IsDirectory, write_only),
                 "write {path} names a directory: {write:?}"
             ),
             _ => match &write {
@@ -170,17 +174,17 @@ async fn routing(table: &MountTable) {
                         files.is_some_and(|f| f.keys().any(|k| k.starts_with(&format!("{key}/"))));
                     let explained =
                         // The virtual store holds only names that are workspace paths.
-                        (e.code == ErrorCode::InvalidPath && WorkspacePath::parse(&key).is_err())
+                        (e.code == VfsErrorCode::InvalidPath && WorkspacePath::parse(&key).is_err())
                             || (file_above
                                 && refused_for_what_exists(
                                     Some(e.code),
-                                    ErrorCode::InvalidPath,
+                                    VfsErrorCode::InvalidPath,
                                     write_only,
                                 ))
                             || (files_below
                                 && refused_for_what_exists(
                                     Some(e.code),
-                                    ErrorCode::IsDirectory,
+                                    VfsErrorCode::IsDirectory,
                                     write_only,
                                 ));
                     assert!(explained, "write {path} in workspace {i}: {e}");

@@ -213,7 +213,7 @@ impl ServerHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wsp_vfs::ErrorCode;
+    use wsp_vfs::VfsErrorCode;
 
     #[test]
     fn a_tool_keeps_its_schema_and_hints() {
@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn an_error_result_carries_the_code() {
-        let err = VfsError::new(ErrorCode::PermissionDenied, "/project is read-only");
+        let err = VfsError::new(VfsErrorCode::PermissionDenied, "/project is read-only");
         let result = serde_json::to_value(failure(&err)).unwrap();
         assert_eq!(result["isError"], true);
         assert_eq!(

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use crate::{Binaries, Error};
+use crate::{Binaries, ClusterError};
 
 /// The database superuser the tests connect as.
 const SUPERUSER: &str = "postgres";
@@ -94,7 +94,7 @@ struct ServerUser {
 }
 
 impl ServerUser {
-    fn find(euid: u32) -> Result<Self, Error> {
+    fn find(euid: u32) -> Result<Self, ClusterError> {
         if euid != 0 {
             return Ok(Self {
                 prefix: Vec::new(),
@@ -110,7 +110,7 @@ impl ServerUser {
                 .flatten()
         };
         let (Some(uid), Some(gid)) = (id("-u"), id("-g")) else {
-            return Err(Error::new(format!(
+            return Err(ClusterError::new(format!(
                 "the PostgreSQL tests run as root, which PostgreSQL refuses, and there is no \
                  `{SYSTEM_USER}` user to run a throwaway server as: create it (apt-get install \
                  postgresql does), run the tests as another user, or point them at a server \
@@ -120,7 +120,7 @@ impl ServerUser {
         };
         let runuser = find_program("runuser", &["/usr/sbin", "/sbin", "/usr/bin", "/bin"])
             .ok_or_else(|| {
-                Error::new(format!(
+                ClusterError::new(format!(
                     "the PostgreSQL tests run as root, which PostgreSQL refuses, and runuser \
                      (util-linux) is not installed to run a throwaway server as `{SYSTEM_USER}`: \
                      install it, run the tests as another user, or point them at a server \
@@ -149,10 +149,10 @@ impl ServerUser {
     }
 
     /// Hands `path` to the server's user.
-    fn give(&self, path: &Path) -> Result<(), Error> {
+    fn give(&self, path: &Path) -> Result<(), ClusterError> {
         match self.owner {
             Some((uid, gid)) => chown(path, Some(uid), Some(gid)).map_err(|e| {
-                Error::io(
+                ClusterError::io(
                     format!("cannot hand {} to {SYSTEM_USER}", path.display()),
                     e,
                 )
@@ -169,7 +169,7 @@ pub(crate) fn for_keeper(
     name: &str,
     binaries: &Binaries,
     setup: &Setup,
-) -> Result<Cluster, Error> {
+) -> Result<Cluster, ClusterError> {
     let euid = rustix::process::geteuid().as_raw();
     let base = private_base(euid)?;
     let lock_path = base.join(format!("{name}.lock"));
@@ -179,9 +179,9 @@ pub(crate) fn for_keeper(
         .truncate(false)
         .mode(0o600)
         .open(&lock_path)
-        .map_err(|e| Error::io(format!("cannot open {}", lock_path.display()), e))?;
+        .map_err(|e| ClusterError::io(format!("cannot open {}", lock_path.display()), e))?;
     lock.lock()
-        .map_err(|e| Error::io(format!("cannot lock {}", lock_path.display()), e))?;
+        .map_err(|e| ClusterError::io(format!("cannot lock {}", lock_path.display()), e))?;
     let dir = base.join(name);
     if let Some(url) = answering(&dir) {
         return Ok(Cluster { url, dir });
@@ -191,12 +191,12 @@ pub(crate) fn for_keeper(
         // Left by a keeper whose server no longer answers (a crash, or a reused pid).
         let _ = stop(&dir, binaries, &user);
         std::fs::remove_dir_all(&dir)
-            .map_err(|e| Error::io(format!("cannot remove {}", dir.display()), e))?;
+            .map_err(|e| ClusterError::io(format!("cannot remove {}", dir.display()), e))?;
     }
     DirBuilder::new()
         .mode(0o700)
         .create(&dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        .map_err(|e| ClusterError::io(format!("cannot create {}", dir.display()), e))?;
     user.give(&dir)?;
     spawn_watchdog(keeper, &dir, &lock_path, binaries, &user)?;
     let url = init_and_start(&dir, binaries, &user, setup)?;
@@ -208,24 +208,29 @@ pub(crate) fn for_keeper(
 /// `wsp-pgtest-<euid>` in the temporary directory: made if missing, and refused unless it is a
 /// directory of this user's that nobody else may write (0700; 0711 for root, so that the
 /// `postgres` user can reach its own cluster directory inside).
-fn private_base(euid: u32) -> Result<PathBuf, Error> {
+fn private_base(euid: u32) -> Result<PathBuf, ClusterError> {
     let base = std::env::temp_dir().join(format!("wsp-pgtest-{euid}"));
     let mode = if euid == 0 { 0o711 } else { 0o700 };
     match DirBuilder::new().mode(mode).create(&base) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Error::io(format!("cannot create {}", base.display()), e)),
+        Err(e) => {
+            return Err(ClusterError::io(
+                format!("cannot create {}", base.display()),
+                e,
+            ));
+        }
     }
     let meta = std::fs::symlink_metadata(&base)
-        .map_err(|e| Error::io(format!("cannot inspect {}", base.display()), e))?;
+        .map_err(|e| ClusterError::io(format!("cannot inspect {}", base.display()), e))?;
     if !meta.is_dir() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
-        return Err(Error::new(format!(
+        return Err(ClusterError::new(format!(
             "{} is not a private directory of this user's (uid {euid}); remove it",
             base.display()
         )));
     }
     std::fs::set_permissions(&base, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| Error::io(format!("cannot set the mode of {}", base.display()), e))?;
+        .map_err(|e| ClusterError::io(format!("cannot set the mode of {}", base.display()), e))?;
     Ok(base)
 }
 
@@ -253,7 +258,7 @@ fn spawn_watchdog(
     lock: &Path,
     binaries: &Binaries,
     user: &ServerUser,
-) -> Result<(), Error> {
+) -> Result<(), ClusterError> {
     Command::new("sh")
         .arg("-c")
         .arg(WATCHDOG)
@@ -269,7 +274,7 @@ fn spawn_watchdog(
         .stderr(Stdio::null())
         .process_group(0)
         .spawn()
-        .map_err(|e| Error::io("cannot start the cluster's watchdog (sh)".into(), e))?;
+        .map_err(|e| ClusterError::io("cannot start the cluster's watchdog (sh)".into(), e))?;
     Ok(())
 }
 
@@ -287,7 +292,7 @@ fn init_and_start(
     binaries: &Binaries,
     user: &ServerUser,
     setup: &Setup,
-) -> Result<String, Error> {
+) -> Result<String, ClusterError> {
     let password = wsp_types::random_hex(16);
     let pwfile = dir.join("password");
     write_private(&pwfile, &password)?;
@@ -322,7 +327,7 @@ fn init_and_start(
         .open(data.join("postgresql.conf"))
         .and_then(|mut f| f.write_all(settings.as_bytes()))
         .map_err(|e| {
-            Error::io(
+            ClusterError::io(
                 format!("cannot configure the cluster in {}", dir.display()),
                 e,
             )
@@ -363,12 +368,12 @@ fn init_and_start(
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| Error::new("the server did not start".into())))
+    Err(last.unwrap_or_else(|| ClusterError::new("the server did not start".into())))
 }
 
 /// A program's outcome as a result: its failure says what it printed and what the log says.
-fn check(output: std::io::Result<Output>, what: &str, dir: &Path) -> Result<(), Error> {
-    let output = output.map_err(|e| Error::io(format!("cannot run {what}"), e))?;
+fn check(output: std::io::Result<Output>, what: &str, dir: &Path) -> Result<(), ClusterError> {
+    let output = output.map_err(|e| ClusterError::io(format!("cannot run {what}"), e))?;
     if output.status.success() {
         return Ok(());
     }
@@ -387,7 +392,7 @@ fn check(output: std::io::Result<Output>, what: &str, dir: &Path) -> Result<(), 
         .nth_back(600)
         .map_or(&log[..], |(i, _)| &log[i..])
         .to_owned();
-    Err(Error::new(format!(
+    Err(ClusterError::new(format!(
         "the throwaway PostgreSQL cluster in {} could not be started: {what} failed ({}): {} {}{}",
         dir.display(),
         output.status,
@@ -402,15 +407,15 @@ fn check(output: std::io::Result<Output>, what: &str, dir: &Path) -> Result<(), 
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on right now.
-fn free_port() -> Result<u16, Error> {
+fn free_port() -> Result<u16, ClusterError> {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
-        .map_err(|e| Error::io("cannot find a free port on 127.0.0.1".into(), e))
+        .map_err(|e| ClusterError::io("cannot find a free port on 127.0.0.1".into(), e))
 }
 
 /// Writes `text` to a new file at `path` that only its owner may read (replacing any).
-fn write_private(path: &Path, text: impl AsRef<[u8]>) -> Result<(), Error> {
+fn write_private(path: &Path, text: impl AsRef<[u8]>) -> Result<(), ClusterError> {
     let partial = path.with_extension("partial");
     let _ = std::fs::remove_file(&partial);
     OpenOptions::new()
@@ -420,7 +425,7 @@ fn write_private(path: &Path, text: impl AsRef<[u8]>) -> Result<(), Error> {
         .open(&partial)
         .and_then(|mut f| f.write_all(text.as_ref()))
         .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+        .map_err(|e| ClusterError::io(format!("cannot write {}", path.display()), e))
 }
 
 /// The first `name` found on `PATH` or in `extra` directories.

@@ -57,11 +57,11 @@ pub enum Lifetime {
 
 /// Why no server is available, in one line that says what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct ClusterError {
     message: String,
 }
 
-impl Error {
+impl ClusterError {
     pub(crate) fn new(message: String) -> Self {
         Self { message }
     }
@@ -71,15 +71,15 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
+impl fmt::Display for ClusterError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for ClusterError {}
 
-impl From<NoBinaries> for Error {
+impl From<NoBinaries> for ClusterError {
     fn from(e: NoBinaries) -> Self {
         Self::new(e.to_string())
     }
@@ -121,7 +121,7 @@ impl fmt::Display for Server {
 }
 
 /// The server for tests: [`URL_VAR`] when set, else a throwaway cluster that lives `lifetime`.
-pub fn server(lifetime: Lifetime) -> Result<Server, Error> {
+pub fn server(lifetime: Lifetime) -> Result<Server, ClusterError> {
     server_from(
         std::env::var(URL_VAR).ok(),
         lifetime,
@@ -135,7 +135,7 @@ fn server_from(
     lifetime: Lifetime,
     path: Option<OsString>,
     lib_root: &Path,
-) -> Result<Server, Error> {
+) -> Result<Server, ClusterError> {
     if let Some(url) = variable.filter(|url| !url.trim().is_empty()) {
         return Ok(Server {
             url,
@@ -158,7 +158,7 @@ fn server_from(
 /// server unlike the shared one (TLS, a `pg_hba.conf` of their own); stopped and removed when
 /// this process ends. `name` (a short word) tells this process's clusters apart. [`URL_VAR`]
 /// plays no part: the cluster is made from the machine's PostgreSQL programs.
-pub fn own_cluster(name: &str, setup: &Setup) -> Result<Cluster, Error> {
+pub fn own_cluster(name: &str, setup: &Setup) -> Result<Cluster, ClusterError> {
     let binaries = find_binaries(std::env::var_os("PATH").as_deref(), Path::new(LIB_ROOT))?;
     let me = std::process::id();
     cluster::for_keeper(me, &format!("{me}-{name}"), &binaries, setup)
@@ -183,9 +183,9 @@ fn keeper(lifetime: Lifetime) -> (u32, String) {
 
 /// The URL of the server this test process uses ([`server`] with [`Lifetime::Run`], found
 /// once), after writing once to stderr which server it is (without its password, past the
-/// test harness's output capture). Panics with the one-line [`Error`] when there is none.
+/// test harness's output capture). Panics with the one-line [`ClusterError`] when there is none.
 pub fn database_url() -> &'static str {
-    static SERVER: OnceLock<Result<Server, Error>> = OnceLock::new();
+    static SERVER: OnceLock<Result<Server, ClusterError>> = OnceLock::new();
     let found = SERVER.get_or_init(|| {
         let found = server(Lifetime::Run);
         if let Ok(server) = &found {

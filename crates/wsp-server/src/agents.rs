@@ -28,7 +28,7 @@ use wsp_types::{ErrorCode, Owner};
 
 use crate::AppState;
 use crate::auth::{AuthFuture, Authenticator, Caller};
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::extract::{AgentId, AgentsRead, Authed, Registry, Reply};
 use crate::fails::{self, Documented, Failure};
 
@@ -107,12 +107,12 @@ pub(crate) fn capability(registry: &dyn AgentRegistry) -> AgentsCapability {
 }
 
 /// A registry failure as a wire error (503 when it is unavailable, else 500).
-pub(crate) fn registry_error(err: StoreError) -> ApiError {
+pub(crate) fn registry_error(err: StoreError) -> WireError {
     match err {
         StoreError::NotFound | StoreError::Conflict { .. } | StoreError::TooLarge { .. } => {
-            ApiError::internal(&format!("agent registry: {err}"))
+            WireError::internal(&format!("agent registry: {err}"))
         }
-        other => ApiError::from_store(other, ""),
+        other => WireError::from_store(other, ""),
     }
 }
 
@@ -120,15 +120,15 @@ pub(crate) fn registry_error(err: StoreError) -> ApiError {
 pub(crate) async fn approved(
     registry: &dyn AgentRegistry,
     owner: &Owner,
-) -> Result<std::collections::BTreeSet<String>, ApiError> {
+) -> Result<std::collections::BTreeSet<String>, WireError> {
     wsp_agents::approved(registry, owner)
         .await
         .map_err(registry_error)
 }
 
 /// 404 for an agent the caller may not see: the same for unknown and unapproved agents.
-fn agent_not_found(id: &str) -> ApiError {
-    ApiError::new(ErrorCode::NotFound, format!("no agent {id:?}"))
+fn agent_not_found(id: &str) -> WireError {
+    WireError::new(ErrorCode::NotFound, format!("no agent {id:?}"))
 }
 
 /// The route of one agent (`{*agentId}` spans segments).
@@ -158,7 +158,7 @@ impl Documented for ListAgentsOp {
 pub(crate) async fn list(
     Registry(registry): Registry,
     auth: Authed<AgentsRead>,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let scope = registry.install_scope();
     let approved = approved(&*registry, &auth.owner).await?;
     let mut agents: Vec<AgentInventoryEntry> = registry
@@ -207,7 +207,7 @@ pub(crate) async fn get_one(
     Registry(registry): Registry,
     auth: Authed<AgentsRead>,
     AgentId(id): AgentId,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let approved = approved(&*registry, &auth.owner).await?;
     let agent = registry
         .agent(&id)

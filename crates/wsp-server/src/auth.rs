@@ -12,7 +12,7 @@ use wsp_store::StoreError;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_types::{ErrorCode, Owner, Scope, Scopes};
 
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::metrics::KeyCacheCounters;
 
 /// Who is calling: derived from the credential only; nothing in the request can widen it.
@@ -30,11 +30,11 @@ pub struct Caller {
 
 impl Caller {
     /// Fails with 403 `forbidden` (`details.requiredScope`) unless the caller has `scope`.
-    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+    pub fn require(&self, scope: Scope) -> Result<(), WireError> {
         if self.scopes.contains(scope) {
             Ok(())
         } else {
-            Err(ApiError::new(
+            Err(WireError::new(
                 ErrorCode::Forbidden,
                 format!("this credential lacks the {scope} scope"),
             )
@@ -69,9 +69,9 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
 pub async fn authenticate(
     auth: &dyn Authenticator,
     headers: &HeaderMap,
-) -> Result<Caller, ApiError> {
+) -> Result<Caller, WireError> {
     let unauthenticated = || {
-        ApiError::new(
+        WireError::new(
             ErrorCode::Unauthenticated,
             "a valid bearer credential is required",
         )
@@ -80,7 +80,7 @@ pub async fn authenticate(
     match auth.authenticate(token).await {
         Ok(Some(caller)) => Ok(caller),
         Ok(None) => Err(unauthenticated()),
-        Err(e) => Err(ApiError::from_store(e, "")),
+        Err(e) => Err(WireError::from_store(e, "")),
     }
 }
 

@@ -12,7 +12,7 @@ use wsp_types::{ErrorCode, LimitKind, PathError};
 /// Business crates keep HTTP-free errors ([`StoreError`], ...); they are converted here once.
 /// The message may name what the request named (a path, an agent id) and nothing else.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
+pub struct WireError {
     /// The wire code (and so the HTTP status).
     pub code: ErrorCode,
     /// A human-readable message.
@@ -21,7 +21,7 @@ pub struct ApiError {
     pub details: Option<Map<String, Value>>,
 }
 
-impl ApiError {
+impl WireError {
     /// An error with no details.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
@@ -125,7 +125,7 @@ pub fn correlation_id() -> String {
     wsp_types::random_hex(8)
 }
 
-impl IntoResponse for ApiError {
+impl IntoResponse for WireError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.code.http_status())
             .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -139,10 +139,10 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl std::fmt::Display for ApiError {
+impl std::fmt::Display for WireError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.code, self.message)
     }
 }
 
-impl std::error::Error for ApiError {}
+impl std::error::Error for WireError {}

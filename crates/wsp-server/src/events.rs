@@ -29,7 +29,7 @@ use wsp_types::wire::{WorkspaceEvent, WorkspaceUpdated};
 use wsp_types::{ErrorCode, Owner};
 
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::extract::{Authed, BearerToken, OrWire, Reply, WorkspaceRead};
 use crate::fails::{self, Documented, Failure};
 use crate::feed_hub::{Batch, Live, PAGE, Subscription};
@@ -43,9 +43,9 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 pub(crate) struct Position(Option<u64>);
 
 impl FromRequestParts<AppState> for Position {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         position(parts).map(Self)
     }
 }
@@ -56,10 +56,10 @@ impl fails::Fallible for Position {
     }
 }
 
-fn position(parts: &Parts) -> Result<Option<u64>, ApiError> {
+fn position(parts: &Parts) -> Result<Option<u64>, WireError> {
     let parse = |raw: &str, what: &str| {
         raw.trim().parse::<u64>().map_err(|_| {
-            ApiError::validation(format!(
+            WireError::validation(format!(
                 "{what} must be a non-negative integer, got {raw:?}"
             ))
         })
@@ -67,7 +67,7 @@ fn position(parts: &Parts) -> Result<Option<u64>, ApiError> {
     if let Some(v) = parts.headers.get(HeaderName::from_static("last-event-id")) {
         let raw = v
             .to_str()
-            .map_err(|_| ApiError::validation("Last-Event-ID must be ASCII"))?;
+            .map_err(|_| WireError::validation("Last-Event-ID must be ASCII"))?;
         return parse(raw, "Last-Event-ID").map(Some);
     }
     let params = query_params(parts.uri.query())?;
@@ -128,7 +128,7 @@ pub(crate) async fn events(
     auth: Authed<WorkspaceRead>,
     Position(requested): Position,
     BearerToken(token): BearerToken,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let feed = Feed::open(&state, &auth, &token, requested).await?;
     Ok(feed.into_reply())
 }
@@ -163,7 +163,7 @@ fn to_event(e: &ChangeEvent) -> Event {
         .data(serde_json::to_string(&data).expect("wire types always serialize"))
 }
 
-fn error_event(err: &ApiError) -> Event {
+fn error_event(err: &WireError) -> Event {
     Event::default()
         .event("error")
         .data(serde_json::to_string(&err.envelope()).expect("envelopes serialize"))
@@ -177,7 +177,7 @@ impl Feed {
         caller: &Caller,
         token: &str,
         requested: Option<u64>,
-    ) -> Result<Self, ApiError> {
+    ) -> Result<Self, WireError> {
         let store = state.inner.store.clone();
         if !store.features().change_feed {
             return Err(StoreError::Unsupported("the change feed")).or_wire("events");
@@ -218,7 +218,7 @@ impl Feed {
     }
 
     /// The closing event; the stream ends after it.
-    fn finish(&mut self, err: &ApiError) -> Option<Event> {
+    fn finish(&mut self, err: &WireError) -> Option<Event> {
         self.done = true;
         Some(error_event(err))
     }
@@ -263,15 +263,15 @@ impl Feed {
 
     /// One page from the store after `pos`; the stream is current again when it reaches the
     /// head. `None` when there is nothing to send.
-    async fn read_store(&mut self) -> Result<Option<Arc<Batch>>, ApiError> {
+    async fn read_store(&mut self) -> Result<Option<Arc<Batch>>, WireError> {
         let page = self
             .store
             .changes(&self.owner, self.pos, PAGE)
             .await
-            .map_err(|e| ApiError::from_store(e, "events"))?;
+            .map_err(|e| WireError::from_store(e, "events"))?;
         let read_at = Instant::now();
         if self.pos + 1 < page.oldest && self.pos < page.head {
-            return Err(ApiError::new(
+            return Err(WireError::new(
                 ErrorCode::FeedPositionExpired,
                 format!("position {} is older than the feed retains", self.pos),
             )
@@ -294,7 +294,7 @@ impl Feed {
 
     /// The next shared page that continues the stream; `None` when there is nothing to send
     /// (nothing new in it, or the stream fell behind and reads the store next).
-    async fn take_live(&mut self) -> Result<Option<Arc<Batch>>, ApiError> {
+    async fn take_live(&mut self) -> Result<Option<Arc<Batch>>, WireError> {
         let Subscription { live, signals } = &mut self.sub;
         let received = tokio::select! {
             err = signals.end() => return Err(err),
@@ -317,7 +317,7 @@ impl Feed {
                 Ok(None)
             }
             // The owner's reader outlives every subscriber; it only stops when the server does.
-            Err(RecvError::Closed) => Err(ApiError::new(
+            Err(RecvError::Closed) => Err(WireError::new(
                 ErrorCode::ServiceUnavailable,
                 "the change feed stopped; reconnect with Last-Event-ID to resume",
             )),

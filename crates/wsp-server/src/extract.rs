@@ -1,5 +1,5 @@
 //! Extractors: every part of a request a handler takes, decoded here with a typed rejection
-//! ([`ApiError`], so every failure is a wire envelope), and the one response type, [`Reply`].
+//! ([`WireError`], so every failure is a wire envelope), and the one response type, [`Reply`].
 //! No handler touches headers, the URI or the body itself.
 
 use std::marker::PhantomData;
@@ -18,7 +18,7 @@ use wsp_store::{Precondition, SnapshotId, StoreError};
 use wsp_types::{ErrorCode, LimitKind, Scope, WorkspacePath, WorkspacePrefix};
 
 use crate::auth::{Caller, authenticate, bearer_token};
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::fails::{self, Failure, Fallible};
 use crate::request::{percent_decode, precondition, prefix_param, query_params, version_param};
 use crate::{AppState, JSON};
@@ -55,16 +55,16 @@ pub(crate) trait Gate: Send + Sync + 'static {
     /// The scope checked after authentication (`None`: any valid credential).
     const SCOPE: Option<Scope>;
     /// 501 when the host does not offer what the route belongs to.
-    fn open(state: &AppState) -> Result<(), ApiError>;
+    fn open(state: &AppState) -> Result<(), WireError>;
     /// What [`Gate::open`] can answer.
     const CLOSED: &'static [Failure];
 }
 
-fn workspace_gate(state: &AppState) -> Result<(), ApiError> {
+fn workspace_gate(state: &AppState) -> Result<(), WireError> {
     if state.inner.config.workspace_enabled {
         Ok(())
     } else {
-        Err(ApiError::new(
+        Err(WireError::new(
             ErrorCode::CapabilityNotProvided,
             "this host does not offer the host.workspace capability",
         ))
@@ -79,7 +79,7 @@ macro_rules! gates {
         impl Gate for $name {
             const SCOPE: Option<Scope> = $scope;
             const CLOSED: &'static [Failure] = $closed;
-            fn open(state: &AppState) -> Result<(), ApiError> {
+            fn open(state: &AppState) -> Result<(), WireError> {
                 $open(state)
             }
         }
@@ -119,9 +119,9 @@ impl<G> std::ops::Deref for Authed<G> {
 }
 
 impl<G: Gate> FromRequestParts<AppState> for Authed<G> {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, WireError> {
         G::open(state)?;
         let caller = authenticate(&*state.inner.auth, &parts.headers).await?;
         if let Some(scope) = G::SCOPE {
@@ -190,9 +190,9 @@ impl<T, L> Fallible for JsonBody<T, L> {
 pub(crate) struct BearerToken(pub String);
 
 impl FromRequestParts<AppState> for BearerToken {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         Ok(Self(
             bearer_token(&parts.headers).unwrap_or_default().to_owned(),
         ))
@@ -203,11 +203,11 @@ impl FromRequestParts<AppState> for BearerToken {
 pub(crate) struct Registry(pub Arc<dyn AgentRegistry>);
 
 impl FromRequestParts<AppState> for Registry {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(_: &mut Parts, state: &AppState) -> Result<Self, WireError> {
         state.agent_registry().cloned().map(Self).ok_or_else(|| {
-            ApiError::new(
+            WireError::new(
                 ErrorCode::CapabilityNotProvided,
                 "this host does not offer agents.manifestRuntime",
             )
@@ -220,13 +220,13 @@ impl FromRequestParts<AppState> for Registry {
 pub(crate) struct WsPath(pub WorkspacePath);
 
 impl FromRequestParts<AppState> for WsPath {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         let decoded = percent_decode(raw_param(parts, "path"), false)?;
         WorkspacePath::parse(&decoded)
             .map(Self)
-            .map_err(|e| ApiError::bad_path(&e))
+            .map_err(|e| WireError::bad_path(&e))
     }
 }
 
@@ -234,9 +234,9 @@ impl FromRequestParts<AppState> for WsPath {
 pub(crate) struct AgentId(pub String);
 
 impl FromRequestParts<AppState> for AgentId {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         percent_decode(raw_param(parts, "agentId"), false).map(Self)
     }
 }
@@ -246,9 +246,9 @@ impl FromRequestParts<AppState> for AgentId {
 pub(crate) struct RunId(pub SnapshotId);
 
 impl FromRequestParts<AppState> for RunId {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         let raw = raw_param(parts, "runId");
         SnapshotId::parse(raw)
             .map(Self)
@@ -260,9 +260,9 @@ impl FromRequestParts<AppState> for RunId {
 pub(crate) struct ListPrefix(pub WorkspacePrefix);
 
 impl FromRequestParts<AppState> for ListPrefix {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         prefix_param(&query_params(parts.uri.query())?).map(Self)
     }
 }
@@ -271,9 +271,9 @@ impl FromRequestParts<AppState> for ListPrefix {
 pub(crate) struct Version(pub Option<u64>);
 
 impl FromRequestParts<AppState> for Version {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         version_param(&query_params(parts.uri.query())?).map(Self)
     }
 }
@@ -288,9 +288,9 @@ pub(crate) struct Preconditions {
 }
 
 impl FromRequestParts<AppState> for Preconditions {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         let precondition = precondition(&parts.headers)?;
         let mut raw = Vec::new();
         for name in ["if-match", "if-none-match"] {
@@ -311,9 +311,9 @@ impl FromRequestParts<AppState> for Preconditions {
 pub(crate) struct IdempotencyKey(pub Option<String>);
 
 impl FromRequestParts<AppState> for IdempotencyKey {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
         parts
             .headers
             .get(HeaderName::from_static("idempotency-key"))
@@ -358,14 +358,14 @@ pub(crate) struct JsonBody<T, L = ServerLimit> {
 }
 
 impl<T: DeserializeOwned, L: BodyLimit> FromRequest<AppState> for JsonBody<T, L> {
-    type Rejection = ApiError;
+    type Rejection = WireError;
 
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, WireError> {
         let (parts, body) = req.into_parts();
         crate::request::require_json(&parts.headers)?;
         let raw = read_body(&parts.headers, body, L::limit(state)).await?;
         let value = serde_json::from_slice(&raw)
-            .map_err(|e| ApiError::validation(format!("invalid request body: {e}")))?;
+            .map_err(|e| WireError::validation(format!("invalid request body: {e}")))?;
         Ok(Self {
             value,
             raw,
@@ -376,8 +376,8 @@ impl<T: DeserializeOwned, L: BodyLimit> FromRequest<AppState> for JsonBody<T, L>
 
 /// Reads a request body up to `limit` bytes; over it is 413 with `details.limit = requestBody`
 /// (an oversized body is drained first, so the client reads the answer).
-async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    let too_large = || ApiError::too_large(LimitKind::RequestBody, limit as u64);
+async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, WireError> {
+    let too_large = || WireError::too_large(LimitKind::RequestBody, limit as u64);
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -390,7 +390,7 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
     let mut buf = bytes::BytesMut::new();
     while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
         let frame =
-            frame.map_err(|_| ApiError::validation("the request body could not be read"))?;
+            frame.map_err(|_| WireError::validation("the request body could not be read"))?;
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > limit {
                 drain(body, limit).await;
@@ -415,15 +415,15 @@ async fn drain(mut body: Body, limit: usize) {
     }
 }
 
-/// A store result on its way to the wire: [`ApiError::from_store`] naming what was asked for.
+/// A store result on its way to the wire: [`WireError::from_store`] naming what was asked for.
 pub(crate) trait OrWire<T> {
     /// Maps the store's error for a request about `what` (a path, a prefix, a run id).
-    fn or_wire(self, what: &str) -> Result<T, ApiError>;
+    fn or_wire(self, what: &str) -> Result<T, WireError>;
 }
 
 impl<T> OrWire<T> for Result<T, StoreError> {
-    fn or_wire(self, what: &str) -> Result<T, ApiError> {
-        self.map_err(|e| ApiError::from_store(e, what))
+    fn or_wire(self, what: &str) -> Result<T, WireError> {
+        self.map_err(|e| WireError::from_store(e, what))
     }
 }
 

@@ -21,7 +21,7 @@ use wsp_store::{ChangeEvent, ChangeNotice, StoreError, WorkspaceStore};
 use wsp_types::{ErrorCode, Owner, Scope};
 
 use crate::auth::{Authenticator, Caller, KEY_CACHE_TTL};
-use crate::error::ApiError;
+use crate::error::WireError;
 
 /// Open change-feed streams one credential may hold at a time, unless the host says otherwise
 /// ([`AppStateBuilder::max_streams_per_key`](crate::AppStateBuilder::max_streams_per_key)).
@@ -59,7 +59,7 @@ pub(crate) enum Live {
     /// New changes.
     Changes(Arc<Batch>),
     /// The store failed; every subscriber ends its stream with this error.
-    Failed(ApiError),
+    Failed(WireError),
 }
 
 /// The fan-out of one server: owners' readers, credentials' checks, and the shutdown switch.
@@ -106,8 +106,8 @@ impl Default for FeedHub {
 }
 
 /// The error that ends every stream when the server shuts down, and refuses new ones.
-fn shutting_down() -> ApiError {
-    ApiError::new(
+fn shutting_down() -> WireError {
+    WireError::new(
         ErrorCode::ServiceUnavailable,
         "the server is shutting down; reconnect with Last-Event-ID to resume",
     )
@@ -140,7 +140,7 @@ impl FeedHub {
         auth: &Arc<dyn Authenticator>,
         token: &str,
         caller: &Caller,
-    ) -> Result<Subscription, ApiError> {
+    ) -> Result<Subscription, WireError> {
         let closing = self.shared.closing.subscribe();
         if *closing.borrow() {
             return Err(shutting_down());
@@ -151,7 +151,7 @@ impl FeedHub {
         let mut maps = self.shared.maps.lock().unwrap_or_else(|e| e.into_inner());
         let streams = maps.keys.get(&key).map_or(0, |k| k.streams);
         if streams >= max {
-            return Err(ApiError::new(
+            return Err(WireError::new(
                 ErrorCode::RateLimited,
                 format!(
                     "this credential already has {streams} open change-feed streams, its limit; \
@@ -254,7 +254,7 @@ impl Drop for Signals {
 
 impl Signals {
     /// Why the stream must end now, if it must.
-    pub(crate) fn ended(&self) -> Option<ApiError> {
+    pub(crate) fn ended(&self) -> Option<WireError> {
         if *self.closing.borrow() {
             return Some(shutting_down());
         }
@@ -266,7 +266,7 @@ impl Signals {
     }
 
     /// Waits until the stream must end; the error to end it with.
-    pub(crate) async fn end(&mut self) -> ApiError {
+    pub(crate) async fn end(&mut self) -> WireError {
         loop {
             if let Some(err) = self.ended() {
                 return err;
@@ -289,12 +289,12 @@ impl Signals {
 
     /// Whether the credential was still valid after `read_at` (checked again if the last
     /// verdict is older): changes read then may be delivered. The error to end with if not.
-    pub(crate) async fn valid_after(&self, read_at: Instant) -> Result<(), ApiError> {
+    pub(crate) async fn valid_after(&self, read_at: Instant) -> Result<(), WireError> {
         let verdict = self.check.after(read_at.max(self.opened)).await;
         self.refusal(&verdict).map_or(Ok(()), Err)
     }
 
-    fn refusal(&self, verdict: &Verdict) -> Option<ApiError> {
+    fn refusal(&self, verdict: &Verdict) -> Option<WireError> {
         match &verdict.caller {
             Err(e) => Some(e.clone()),
             Ok(c) if c.owner != self.owner => Some(revoked()),
@@ -303,8 +303,8 @@ impl Signals {
     }
 }
 
-fn revoked() -> ApiError {
-    ApiError::new(
+fn revoked() -> WireError {
+    WireError::new(
         ErrorCode::Unauthenticated,
         "the credential is no longer valid for this stream",
     )
@@ -316,7 +316,7 @@ pub(crate) struct Verdict {
     /// When the check began: what it saw is at least as new as this.
     at: Instant,
     /// The caller the credential stands for now, or why it stands for nobody.
-    caller: Result<Caller, ApiError>,
+    caller: Result<Caller, WireError>,
 }
 
 /// The checks of one credential, shared by all its open streams.
@@ -356,7 +356,7 @@ impl KeyCheck {
         let caller = match self.auth.authenticate(&self.token).await {
             Ok(Some(caller)) => Ok(caller),
             Ok(None) => Err(revoked()),
-            Err(e) => Err(ApiError::from_store(e, "")),
+            Err(e) => Err(WireError::from_store(e, "")),
         };
         let verdict = Verdict { at, caller };
         self.verdict.send_replace(verdict.clone());
@@ -422,7 +422,7 @@ async fn read_forever(store: Arc<dyn WorkspaceStore>, owner: Owner, tx: broadcas
 
 /// Ends every subscriber's stream with the store's failure, then waits before reading again.
 async fn failed(tx: &broadcast::Sender<Live>, e: StoreError) {
-    let _ = tx.send(Live::Failed(ApiError::from_store(e, "events")));
+    let _ = tx.send(Live::Failed(WireError::from_store(e, "events")));
     tokio::time::sleep(POLL).await;
 }
 

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use wsp_store::{FileWrite, Precondition};
 use wsp_types::{ErrorCode, LimitKind, MediaType, WorkspacePath};
 
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::extract::{
     Authed, IdempotencyKey, JsonBody, ListPrefix, OrWire, Preconditions, Reply, Version,
     WorkspaceRead, WorkspaceWrite, WsPath,
@@ -60,7 +60,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     auth: Authed<WorkspaceRead>,
     ListPrefix(prefix): ListPrefix,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let files = state.inner.store.list(&auth.owner, &prefix).await;
     Ok(Reply::encoded(encode::file_list(
         files.or_wire(prefix.as_str())?,
@@ -97,7 +97,7 @@ pub(crate) async fn read(
     auth: Authed<WorkspaceRead>,
     WsPath(path): WsPath,
     Version(version): Version,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let file = state.inner.store.get(&auth.owner, &path, version).await;
     Ok(file_reply(file.or_wire(path.as_str())?))
 }
@@ -133,7 +133,7 @@ pub(crate) async fn history(
     State(state): State<AppState>,
     auth: Authed<WorkspaceRead>,
     WsPath(path): WsPath,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let versions = state.inner.store.history(&auth.owner, &path).await;
     Ok(Reply::encoded(encode::history(
         &path,
@@ -193,7 +193,7 @@ pub(crate) async fn write(
     pre: Preconditions,
     key: IdempotencyKey,
     body: JsonBody<PutBody>,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let write = body.value.into_write(&state, &auth.principal)?;
     let fp = || change_fingerprint(b"PUT", &path, &pre.raw, &[&body.raw]);
     idempotent(&state, &auth.owner, key, fp, async {
@@ -211,10 +211,10 @@ pub(crate) async fn write(
 impl PutBody {
     /// The write this body asks for: `content` within `maxFileBytes` as received (413), a
     /// valid media type (400; `text/markdown` when absent), attributed to `principal`.
-    fn into_write(self, state: &AppState, principal: &str) -> Result<FileWrite, ApiError> {
+    fn into_write(self, state: &AppState, principal: &str) -> Result<FileWrite, WireError> {
         let max = state.inner.store.limits().max_file_bytes;
         if self.content.len() as u64 > max {
-            return Err(ApiError::too_large(LimitKind::MaxFileBytes, max));
+            return Err(WireError::too_large(LimitKind::MaxFileBytes, max));
         }
         let content_type = match self.content_type {
             None => MediaType::markdown(),
@@ -264,7 +264,7 @@ pub(crate) async fn delete(
     WsPath(path): WsPath,
     pre: Preconditions,
     key: IdempotencyKey,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let precondition = delete_precondition(pre.precondition)?;
     let fp = || change_fingerprint(b"DELETE", &path, &pre.raw, &[]);
     idempotent(&state, &auth.owner, key, fp, async {
@@ -276,9 +276,9 @@ pub(crate) async fn delete(
 }
 
 /// What a delete may be conditional on: `If-Match`, never `If-None-Match` (400).
-fn delete_precondition(precondition: Precondition) -> Result<Precondition, ApiError> {
+fn delete_precondition(precondition: Precondition) -> Result<Precondition, WireError> {
     if precondition == Precondition::IfNoneMatchAny {
-        return Err(ApiError::validation(
+        return Err(WireError::validation(
             "If-None-Match makes no sense on DELETE",
         ));
     }
@@ -299,24 +299,24 @@ fn change_fingerprint(
 }
 
 /// 400 for a `contentType` that is not a [`MediaType`].
-pub(crate) fn bad_media_type() -> ApiError {
-    ApiError::validation("contentType must be a media type like text/markdown")
+pub(crate) fn bad_media_type() -> WireError {
+    WireError::validation("contentType must be a media type like text/markdown")
         .with_detail("field", "contentType")
 }
 
 /// `…/files/` with nothing after it.
-pub(crate) async fn empty_path() -> ApiError {
-    ApiError::validation("invalid workspace path: path is empty").with_detail("field", "path")
+pub(crate) async fn empty_path() -> WireError {
+    WireError::validation("invalid workspace path: path is empty").with_detail("field", "path")
 }
 
 /// Any route that does not exist.
-pub(crate) async fn no_route(uri: Uri) -> ApiError {
-    ApiError::new(ErrorCode::NotFound, format!("no route for {}", uri.path()))
+pub(crate) async fn no_route(uri: Uri) -> WireError {
+    WireError::new(ErrorCode::NotFound, format!("no route for {}", uri.path()))
 }
 
 /// A route that exists, with the wrong method.
-pub(crate) async fn method_not_allowed(method: Method) -> ApiError {
-    ApiError::new(
+pub(crate) async fn method_not_allowed(method: Method) -> WireError {
+    WireError::new(
         ErrorCode::MethodNotAllowed,
         format!("{method} is not allowed here"),
     )
@@ -329,10 +329,10 @@ pub fn panic_response(cause: Box<dyn Any + Send + 'static>) -> Response {
         .map(|s| (*s).to_owned())
         .or_else(|| cause.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic".into());
-    ApiError::internal(&format!("handler panicked: {what}")).into_response()
+    WireError::internal(&format!("handler panicked: {what}")).into_response()
 }
 
 /// Checks one path the way the file routes do; used by the test seam.
-pub(crate) fn parse_path(raw: &str) -> Result<WorkspacePath, ApiError> {
-    WorkspacePath::parse(raw).map_err(|e| ApiError::bad_path(&e))
+pub(crate) fn parse_path(raw: &str) -> Result<WorkspacePath, WireError> {
+    WorkspacePath::parse(raw).map_err(|e| WireError::bad_path(&e))
 }

@@ -6,7 +6,7 @@ use axum::response::IntoResponse;
 use wsp_types::ErrorCode;
 
 use crate::AppState;
-use crate::error::{ApiError, correlation_id};
+use crate::error::{WireError, correlation_id};
 use crate::extract::Reply;
 use crate::fails::{self, Documented, Failure};
 
@@ -77,7 +77,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Reply {
         Err(cause) => {
             let id = correlation_id();
             tracing::warn!(correlation_id = %id, error = %cause, "not ready: store");
-            let refused = ApiError::new(ErrorCode::ServiceUnavailable, "the store is not ready")
+            let refused = WireError::new(ErrorCode::ServiceUnavailable, "the store is not ready")
                 .with_detail("check", "store")
                 .with_detail("correlationId", id);
             Reply::from(refused.into_response()).cache(NO_STORE)

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use wsp_store::idempotency::{Claim as StoreClaim, IdempotencyRecords, StoredResponse};
 use wsp_types::{ErrorCode, Owner};
 
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::extract::Reply;
 
 /// How long a request waits for an identical one in progress (maybe on another replica).
@@ -61,7 +61,7 @@ pub enum Begin {
 }
 
 /// The right to run a request first; dropping it unfinished frees the key so a retry runs.
-pub struct Claim {
+pub(crate) struct Claim {
     records: Arc<dyn IdempotencyRecords>,
     owner: Owner,
     key: String,
@@ -114,7 +114,7 @@ pub async fn begin(
     owner: &Owner,
     key: String,
     fingerprint: [u8; 32],
-) -> Result<Begin, ApiError> {
+) -> Result<Begin, WireError> {
     begin_within(records, owner, key, fingerprint, WAIT_BOUND).await
 }
 
@@ -125,14 +125,14 @@ async fn begin_within(
     key: String,
     fingerprint: [u8; 32],
     bound: Duration,
-) -> Result<Begin, ApiError> {
+) -> Result<Begin, WireError> {
     let deadline = tokio::time::Instant::now() + bound;
     let mut pause = Duration::from_millis(5);
     loop {
         match records
             .claim(owner, &key, &fingerprint)
             .await
-            .map_err(|e| ApiError::from_store(e, ""))?
+            .map_err(|e| WireError::from_store(e, ""))?
         {
             StoreClaim::Claimed => {
                 return Ok(Begin::Run(Claim {
@@ -148,7 +148,7 @@ async fn begin_within(
             StoreClaim::InProgress => {}
         }
         if tokio::time::Instant::now() + pause > deadline {
-            return Err(ApiError::new(
+            return Err(WireError::new(
                 ErrorCode::ServiceUnavailable,
                 "an identical request with this Idempotency-Key is still in progress; retry",
             ));
@@ -166,8 +166,8 @@ pub(crate) async fn idempotent(
     owner: &Owner,
     key: crate::extract::IdempotencyKey,
     fingerprint: impl FnOnce() -> [u8; 32],
-    run: impl Future<Output = Result<Reply, ApiError>>,
-) -> Result<Reply, ApiError> {
+    run: impl Future<Output = Result<Reply, WireError>>,
+) -> Result<Reply, WireError> {
     let Some(key) = key.0 else {
         return run.await;
     };
@@ -208,19 +208,19 @@ pub fn fingerprint(parts: &[&[u8]]) -> [u8; 32] {
 }
 
 /// Validates an `Idempotency-Key` header value: 1-255 visible ASCII characters.
-pub fn validate_key(raw: &HeaderValue) -> Result<String, ApiError> {
+pub fn validate_key(raw: &HeaderValue) -> Result<String, WireError> {
     let s = raw.to_str().unwrap_or_default();
     if s.is_empty() || s.len() > 255 || !s.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(
-            ApiError::validation("Idempotency-Key must be 1-255 visible ASCII characters")
-                .with_detail("field", "Idempotency-Key"),
-        );
+        return Err(WireError::validation(
+            "Idempotency-Key must be 1-255 visible ASCII characters",
+        )
+        .with_detail("field", "Idempotency-Key"));
     }
     Ok(s.to_owned())
 }
 
-fn mismatch() -> ApiError {
-    ApiError::new(
+fn mismatch() -> WireError {
+    WireError::new(
         ErrorCode::IdempotencyKeyMismatch,
         "this Idempotency-Key was already used for a different request",
     )

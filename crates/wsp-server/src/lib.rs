@@ -59,7 +59,7 @@ use crate::fails::{Documented, Failure, HandlerFailures};
 
 // The agent registry lives in `wsp-agents` (no HTTP); re-exported so hosts keep one import path.
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
-pub use error::ApiError;
+pub use error::WireError;
 pub use feed_hub::DEFAULT_MAX_STREAMS_PER_KEY;
 pub use metrics::{Metrics, PoolGauges};
 pub use runs::{RunSweep, sweep_runs};

@@ -28,7 +28,7 @@ use wsp_types::{ErrorCode, Owner, WorkspacePath};
 use crate::AppState;
 use crate::agents::{approved, registry_error};
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::extract::{
     Authed, IdempotencyKey, JsonBody, Registry, Reply, SmallLimit, WorkspaceWrite,
 };
@@ -48,19 +48,19 @@ pub(crate) struct PublishBody {
     target_path: Option<String>,
 }
 
-fn forbidden(message: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::Forbidden, message)
+fn forbidden(message: impl Into<String>) -> WireError {
+    WireError::new(ErrorCode::Forbidden, message)
 }
 
 /// The one answer for a target that is unknown, private, or not approved for the caller.
-fn not_shared(id: &str) -> ApiError {
+fn not_shared(id: &str) -> WireError {
     forbidden(format!(
         "{id:?} is not a shared agent: publishing copies into a shared agent's workspace only"
     ))
 }
 
 /// The targetPath itself is not repeated: a refused path may hold what must not be echoed.
-fn outside_prefix(id: &str, prefix: &PublishPrefix) -> ApiError {
+fn outside_prefix(id: &str, prefix: &PublishPrefix) -> WireError {
     forbidden(format!(
         "targetPath is outside {prefix}: publications into {id:?}'s workspace land only under \
          {prefix}"
@@ -69,7 +69,7 @@ fn outside_prefix(id: &str, prefix: &PublishPrefix) -> ApiError {
     .with_detail("allowedPrefix", prefix.as_str())
 }
 
-fn from_shared() -> ApiError {
+fn from_shared() -> WireError {
     forbidden(
         "a shared agent's workspace cannot publish: publishing goes one way, from a private \
          workspace into a shared agent's",
@@ -78,7 +78,7 @@ fn from_shared() -> ApiError {
 
 /// Whether `caller` works in a shared agent's workspace (as that agent, or with a key naming
 /// its workspace).
-async fn works_in_shared(registry: &dyn AgentRegistry, caller: &Caller) -> Result<bool, ApiError> {
+async fn works_in_shared(registry: &dyn AgentRegistry, caller: &Caller) -> Result<bool, WireError> {
     let candidates = [
         caller.agent.as_deref(),
         agent_of_workspace(&caller.owner.workspace),
@@ -151,7 +151,7 @@ pub(crate) async fn publish(
     auth: Authed<WorkspaceWrite>,
     key: IdempotencyKey,
     body: JsonBody<PublishBody, SmallLimit>,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let req = &body.value;
     let paths = req.paths(&state, &auth.owner)?;
     let fp = || fingerprint(&[b"PUBLISH", &body.raw]);
@@ -172,12 +172,12 @@ impl PublishBody {
         &self,
         state: &AppState,
         owner: &Owner,
-    ) -> Result<(WorkspacePath, Option<WorkspacePath>), ApiError> {
-        let path = WorkspacePath::parse(&self.path).map_err(|e| ApiError::bad_path(&e))?;
+    ) -> Result<(WorkspacePath, Option<WorkspacePath>), WireError> {
+        let path = WorkspacePath::parse(&self.path).map_err(|e| WireError::bad_path(&e))?;
         let target_path = match &self.target_path {
             None => None,
             Some(p) => Some(WorkspacePath::parse(p).map_err(|e| {
-                ApiError::validation(format!("invalid targetPath: {e}"))
+                WireError::validation(format!("invalid targetPath: {e}"))
                     .with_detail("field", "targetPath")
             })?),
         };
@@ -206,7 +206,7 @@ async fn publication(
     caller: &Caller,
     id: &str,
     (path, target_path): (WorkspacePath, Option<WorkspacePath>),
-) -> Result<Publication, ApiError> {
+) -> Result<Publication, WireError> {
     if works_in_shared(registry, caller).await? {
         return Err(from_shared());
     }
@@ -233,19 +233,19 @@ async fn publication(
 
 /// A refused or failed publication into agent `id` of the caller's file `path` as the wire
 /// says it.
-fn publish_error(e: PublishError, id: &str, path: &str) -> ApiError {
+fn publish_error(e: PublishError, id: &str, path: &str) -> WireError {
     match e {
         PublishError::SourceIsShared | PublishError::SameWorkspace => from_shared(),
         PublishError::TargetNotShared => not_shared(id),
         PublishError::OutsidePrefix { prefix } => outside_prefix(id, &prefix),
-        PublishError::Unplaceable { prefix, error } => ApiError::validation(format!(
+        PublishError::Unplaceable { prefix, error } => WireError::validation(format!(
             "without a targetPath the copy of {path:?} lands at {prefix}{path}, which is not a \
              valid path ({error}); send a targetPath under {prefix}",
         ))
         .with_detail("field", "path")
         .with_detail("allowedPrefix", prefix.as_str()),
-        PublishError::Source(StoreError::NotFound) => ApiError::file_not_found(path),
-        PublishError::Source(other) => ApiError::from_store(other, path),
-        PublishError::Target { path, error } => ApiError::from_store(error, path.as_str()),
+        PublishError::Source(StoreError::NotFound) => WireError::file_not_found(path),
+        PublishError::Source(other) => WireError::from_store(other, path),
+        PublishError::Target { path, error } => WireError::from_store(error, path.as_str()),
     }
 }

@@ -6,12 +6,12 @@ use axum::http::header::{CONTENT_TYPE, IF_MATCH, IF_NONE_MATCH};
 use wsp_store::Precondition;
 use wsp_types::{ETag, ErrorCode, WorkspacePrefix};
 
-use crate::error::ApiError;
+use crate::error::WireError;
 
 /// Percent-decodes `raw` exactly once. `plus_is_space` applies form encoding (query strings).
 ///
 /// A `%` not followed by two hex digits is refused, as is a result that is not UTF-8.
-pub fn percent_decode(raw: &str, plus_is_space: bool) -> Result<String, ApiError> {
+pub fn percent_decode(raw: &str, plus_is_space: bool) -> Result<String, WireError> {
     let bytes = raw.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -34,15 +34,15 @@ pub fn percent_decode(raw: &str, plus_is_space: bool) -> Result<String, ApiError
             }
         }
     }
-    String::from_utf8(out).map_err(|_| ApiError::validation("percent-decoded text is not UTF-8"))
+    String::from_utf8(out).map_err(|_| WireError::validation("percent-decoded text is not UTF-8"))
 }
 
-fn bad_escape() -> ApiError {
-    ApiError::validation("malformed percent-encoding")
+fn bad_escape() -> WireError {
+    WireError::validation("malformed percent-encoding")
 }
 
 /// The decoded query parameters; a repeated name is refused as ambiguous.
-pub fn query_params(query: Option<&str>) -> Result<Vec<(String, String)>, ApiError> {
+pub fn query_params(query: Option<&str>) -> Result<Vec<(String, String)>, WireError> {
     let mut params: Vec<(String, String)> = Vec::new();
     for pair in query
         .unwrap_or_default()
@@ -52,7 +52,7 @@ pub fn query_params(query: Option<&str>) -> Result<Vec<(String, String)>, ApiErr
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let (k, v) = (percent_decode(k, true)?, percent_decode(v, true)?);
         if params.iter().any(|(seen, _)| *seen == k) {
-            return Err(ApiError::validation(format!(
+            return Err(WireError::validation(format!(
                 "query parameter {k:?} is repeated"
             )));
         }
@@ -70,12 +70,12 @@ pub fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> 
 }
 
 /// `?version=N`: a positive decimal integer.
-pub fn version_param(params: &[(String, String)]) -> Result<Option<u64>, ApiError> {
+pub fn version_param(params: &[(String, String)]) -> Result<Option<u64>, WireError> {
     let Some(raw) = param(params, "version") else {
         return Ok(None);
     };
     let bad = || {
-        ApiError::validation(format!("version must be a positive integer, got {raw:?}"))
+        WireError::validation(format!("version must be a positive integer, got {raw:?}"))
             .with_detail("field", "version")
     };
     if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
@@ -88,11 +88,11 @@ pub fn version_param(params: &[(String, String)]) -> Result<Option<u64>, ApiErro
 }
 
 /// `?prefix=P`: a plain path prefix.
-pub fn prefix_param(params: &[(String, String)]) -> Result<WorkspacePrefix, ApiError> {
+pub fn prefix_param(params: &[(String, String)]) -> Result<WorkspacePrefix, WireError> {
     match param(params, "prefix") {
         None => Ok(WorkspacePrefix::all()),
         Some(raw) => WorkspacePrefix::parse(raw).map_err(|e| {
-            ApiError::validation(format!("invalid prefix: {e}")).with_detail("field", "prefix")
+            WireError::validation(format!("invalid prefix: {e}")).with_detail("field", "prefix")
         }),
     }
 }
@@ -101,8 +101,8 @@ pub fn prefix_param(params: &[(String, String)]) -> Result<WorkspacePrefix, ApiE
 ///
 /// `If-Match: *` matches any live version, a list matches any listed etag (exact string
 /// compare); `If-None-Match` supports `*` only (create-only). Both at once is refused.
-pub fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
-    let text = |name: axum::http::HeaderName| -> Result<Option<String>, ApiError> {
+pub fn precondition(headers: &HeaderMap) -> Result<Precondition, WireError> {
+    let text = |name: axum::http::HeaderName| -> Result<Option<String>, WireError> {
         let mut values = headers.get_all(&name).iter().peekable();
         if values.peek().is_none() {
             return Ok(None);
@@ -111,7 +111,7 @@ pub fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
         for v in values {
             let v = v
                 .to_str()
-                .map_err(|_| ApiError::validation(format!("{name} must be visible ASCII")))?;
+                .map_err(|_| WireError::validation(format!("{name} must be visible ASCII")))?;
             joined.push(v.trim().to_owned());
         }
         Ok(Some(joined.join(",")))
@@ -119,12 +119,12 @@ pub fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
     let if_match = text(IF_MATCH)?;
     let if_none_match = text(IF_NONE_MATCH)?;
     match (if_match, if_none_match) {
-        (Some(_), Some(_)) => Err(ApiError::validation(
+        (Some(_), Some(_)) => Err(WireError::validation(
             "send either If-Match or If-None-Match, not both",
         )),
         (None, None) => Ok(Precondition::None),
         (None, Some(v)) if v == "*" => Ok(Precondition::IfNoneMatchAny),
-        (None, Some(_)) => Err(ApiError::validation(
+        (None, Some(_)) => Err(WireError::validation(
             "If-None-Match supports only `*` (create only) on writes",
         )),
         (Some(v), None) if v == "*" => Ok(Precondition::IfMatchAny),
@@ -136,7 +136,7 @@ pub fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
                 .map(ETag::from_wire)
                 .collect();
             if tags.is_empty() {
-                return Err(ApiError::validation("If-Match is empty"));
+                return Err(WireError::validation("If-Match is empty"));
             }
             Ok(Precondition::IfMatch(tags))
         }
@@ -144,7 +144,7 @@ pub fn precondition(headers: &HeaderMap) -> Result<Precondition, ApiError> {
 }
 
 /// Refuses a body that is not declared as JSON (415).
-pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+pub fn require_json(headers: &HeaderMap) -> Result<(), WireError> {
     let declared = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -153,7 +153,7 @@ pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     if essence.eq_ignore_ascii_case("application/json") {
         Ok(())
     } else {
-        Err(ApiError::new(
+        Err(WireError::new(
             ErrorCode::UnsupportedMediaType,
             "the request body must be application/json",
         ))

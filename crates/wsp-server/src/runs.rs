@@ -16,7 +16,7 @@ use wsp_types::wire::{Run, RunCreate, RunCreated, RunOwner, RunStatus, RunWorksp
 use wsp_types::{ErrorCode, Owner, WorkspacePrefix};
 
 use crate::auth::Caller;
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::extract::{
     Authed, JsonBody, ListPrefix, OrWire, Reply, RunId, RunsCreate, RunsRead, SmallLimit, WsPath,
 };
@@ -27,8 +27,8 @@ use crate::{AppState, encode};
 const RUNS: &str = "/v1/runs/";
 
 /// 404 for run `id` (as the caller sent it).
-pub(crate) fn run_not_found(id: &str) -> ApiError {
-    ApiError::new(ErrorCode::NotFound, format!("no run {id:?}"))
+pub(crate) fn run_not_found(id: &str) -> WireError {
+    WireError::new(ErrorCode::NotFound, format!("no run {id:?}"))
 }
 
 /// Reads a run, ending it first when its time to live has passed.
@@ -36,7 +36,7 @@ async fn load(
     state: &AppState,
     owner: &Owner,
     id: &SnapshotId,
-) -> Result<(SnapshotInfo, RunMeta), ApiError> {
+) -> Result<(SnapshotInfo, RunMeta), WireError> {
     let store = &state.inner.store;
     let mut info = store
         .snapshot_info(owner, id)
@@ -158,10 +158,10 @@ pub(crate) async fn sweep_forever(state: AppState) {
     }
 }
 
-fn map(e: StoreError, id: &SnapshotId) -> ApiError {
+fn map(e: StoreError, id: &SnapshotId) -> WireError {
     match e {
         StoreError::NotFound => run_not_found(id.as_str()),
-        other => ApiError::from_store(other, id.as_str()),
+        other => WireError::from_store(other, id.as_str()),
     }
 }
 
@@ -178,7 +178,7 @@ async fn run_document(
     owner: &Owner,
     info: &SnapshotInfo,
     meta: RunMeta,
-) -> Result<Run, ApiError> {
+) -> Result<Run, WireError> {
     let workspace = if info.released.is_none() {
         let files = state
             .inner
@@ -222,7 +222,7 @@ fn run_quota(config: &crate::ServerConfig) -> SnapshotQuota {
 
 /// 429 `rate_limited` naming the limit (`details.limit`), its value (`details.max`) and where
 /// the workspace stands (`details.current`).
-fn quota_exceeded(refused: QuotaExceeded) -> ApiError {
+fn quota_exceeded(refused: QuotaExceeded) -> WireError {
     let (limit, max, current, message) = match refused {
         QuotaExceeded::OpenSnapshots { open, max } => (
             "maxOpenRuns",
@@ -244,7 +244,7 @@ fn quota_exceeded(refused: QuotaExceeded) -> ApiError {
             ),
         ),
     };
-    ApiError::new(ErrorCode::RateLimited, message)
+    WireError::new(ErrorCode::RateLimited, message)
         .with_detail("limit", limit)
         .with_detail("max", max)
         .with_detail("current", current)
@@ -312,7 +312,7 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     auth: Authed<RunsCreate>,
     body: JsonBody<RunCreate, SmallLimit>,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let info = start(&state, &auth, body.value.workflow_id.to_string()).await?;
     let status_url = format!("{RUNS}{}", info.id);
     let created = RunCreated {
@@ -332,7 +332,7 @@ async fn start(
     state: &AppState,
     caller: &Caller,
     workflow_id: String,
-) -> Result<SnapshotInfo, ApiError> {
+) -> Result<SnapshotInfo, WireError> {
     crate::secrets::refuse_secret(state, &caller.owner, "workflowId", &workflow_id)?;
     let label = SnapshotLabel::Run(RunMeta::new(
         workflow_id,
@@ -376,7 +376,7 @@ pub(crate) async fn get_run(
     State(state): State<AppState>,
     auth: Authed<RunsRead>,
     RunId(id): RunId,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let (info, meta) = load(&state, &auth.owner, &id).await?;
     let run = run_document(&state, &auth.owner, &info, meta).await?;
     Ok(Reply::json(&run))
@@ -411,7 +411,7 @@ pub(crate) async fn cancel(
     State(state): State<AppState>,
     auth: Authed<RunsCreate>,
     RunId(id): RunId,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let (info, meta) = load(&state, &auth.owner, &id).await?;
     let info = if info.released.is_none() {
         let released = state
@@ -459,7 +459,7 @@ pub(crate) async fn list_files(
     auth: Authed<RunsRead>,
     RunId(id): RunId,
     ListPrefix(prefix): ListPrefix,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let (info, _) = load(&state, &auth.owner, &id).await?;
     let files = state
         .inner
@@ -505,7 +505,7 @@ pub(crate) async fn get_file(
     auth: Authed<RunsRead>,
     RunId(id): RunId,
     WsPath(path): WsPath,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let (info, _) = load(&state, &auth.owner, &id).await?;
     let file = state.inner.store.get_at(&auth.owner, &info.id, &path).await;
     Ok(crate::files::file_reply(file.or_wire(path.as_str())?))

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use wsp_store::{FileWrite, Precondition, WorkspaceStore};
 use wsp_types::{ETag, MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
-use crate::error::ApiError;
+use crate::error::WireError;
 use crate::extract::{AnyScope, Authed, JsonBody, OrWire, Reply};
 use crate::files::parse_path;
 use crate::{AppState, encode};
@@ -44,7 +44,7 @@ pub(crate) async fn sample_op(
     State(state): State<AppState>,
     _: Authed<AnyScope>,
     body: JsonBody<SampleOp>,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let op = body.value;
     let owner = op.owner()?;
     let store = &*state.inner.store;
@@ -57,10 +57,14 @@ pub(crate) async fn sample_op(
 }
 
 /// The seam's `list`: every live file unless `prefix` narrows it.
-async fn list(store: &dyn WorkspaceStore, owner: &Owner, op: &SampleOp) -> Result<Reply, ApiError> {
+async fn list(
+    store: &dyn WorkspaceStore,
+    owner: &Owner,
+    op: &SampleOp,
+) -> Result<Reply, WireError> {
     let prefix = match &op.prefix {
         Some(p) => WorkspacePrefix::parse(p)
-            .map_err(|e| ApiError::validation(format!("invalid prefix: {e}")))?,
+            .map_err(|e| WireError::validation(format!("invalid prefix: {e}")))?,
         None => WorkspacePrefix::all(),
     };
     let files = store.list(owner, &prefix).await.or_wire("")?;
@@ -68,7 +72,7 @@ async fn list(store: &dyn WorkspaceStore, owner: &Owner, op: &SampleOp) -> Resul
 }
 
 /// The seam's `get`: the live file, or `version` of it.
-async fn get(store: &dyn WorkspaceStore, owner: &Owner, op: &SampleOp) -> Result<Reply, ApiError> {
+async fn get(store: &dyn WorkspaceStore, owner: &Owner, op: &SampleOp) -> Result<Reply, WireError> {
     let path = op.path()?;
     let file = store.get(owner, &path, op.version).await;
     Ok(Reply::encoded(encode::file(file.or_wire(path.as_str())?)))
@@ -79,7 +83,7 @@ async fn delete(
     store: &dyn WorkspaceStore,
     owner: &Owner,
     op: &SampleOp,
-) -> Result<Reply, ApiError> {
+) -> Result<Reply, WireError> {
     let path = op.path()?;
     let deleted = store.delete(owner, &path, op.precondition()).await;
     deleted.or_wire(path.as_str())?;
@@ -87,12 +91,12 @@ async fn delete(
 }
 
 /// The seam's `put`: `content` is required, the media type defaults to `text/markdown`.
-async fn put(store: &dyn WorkspaceStore, owner: &Owner, op: SampleOp) -> Result<Reply, ApiError> {
+async fn put(store: &dyn WorkspaceStore, owner: &Owner, op: SampleOp) -> Result<Reply, WireError> {
     let path = op.path()?;
     let pre = op.precondition();
     let content = op
         .content
-        .ok_or_else(|| ApiError::validation("content is required"))?;
+        .ok_or_else(|| WireError::validation("content is required"))?;
     let write = FileWrite {
         content,
         content_type: match op.content_type {
@@ -107,17 +111,17 @@ async fn put(store: &dyn WorkspaceStore, owner: &Owner, op: SampleOp) -> Result<
 
 impl SampleOp {
     /// The owner the operation runs for.
-    fn owner(&self) -> Result<Owner, ApiError> {
+    fn owner(&self) -> Result<Owner, WireError> {
         Owner::parse(&self.tenant, &self.workspace)
-            .map_err(|e| ApiError::validation(format!("tenant/workspace: {e}")))
+            .map_err(|e| WireError::validation(format!("tenant/workspace: {e}")))
     }
 
     /// The operation's path, required and checked the way the file routes check one.
-    fn path(&self) -> Result<WorkspacePath, ApiError> {
+    fn path(&self) -> Result<WorkspacePath, WireError> {
         let raw = self
             .path
             .as_deref()
-            .ok_or_else(|| ApiError::validation("path is required"))?;
+            .ok_or_else(|| WireError::validation("path is required"))?;
         parse_path(raw)
     }
 

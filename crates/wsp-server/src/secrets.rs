@@ -12,7 +12,7 @@ use wsp_store::Redactor;
 use wsp_types::Owner;
 
 use crate::AppState;
-use crate::error::ApiError;
+use crate::error::WireError;
 
 pub use wsp_store::{SecretSource, TenantSecrets};
 
@@ -24,9 +24,9 @@ pub(crate) fn refuse_secret(
     owner: &Owner,
     field: &'static str,
     value: &str,
-) -> Result<(), ApiError> {
+) -> Result<(), WireError> {
     wsp_store::refuse_secret(&*state.inner.secrets, owner, field, value)
-        .map_err(|e| ApiError::from_store(e, ""))
+        .map_err(|e| WireError::from_store(e, ""))
 }
 
 /// The request path as a log line shows it: as sent, or, when its percent-decoded form holds

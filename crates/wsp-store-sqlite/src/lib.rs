@@ -73,12 +73,12 @@
 //! # }
 //! ```
 
-pub mod approvals;
+mod approvals;
 pub mod backup;
 mod feed;
 mod files;
-pub mod idempotency;
-pub mod keys;
+mod idempotency;
+mod keys;
 mod readers;
 mod schema;
 mod side_file;
@@ -100,6 +100,9 @@ use wsp_store::{
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
+pub use approvals::SqliteApprovals;
+pub use idempotency::SqliteIdempotency;
+pub use keys::SqliteKeyRegistry;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 use readers::ReaderPool;

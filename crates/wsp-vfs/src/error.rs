@@ -14,7 +14,7 @@ use wsp_types::LimitKind;
 /// host-side failure the model can do nothing about but retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ErrorCode {
+pub enum VfsErrorCode {
     /// The path is not a valid virtual path, or names something this workspace cannot hold.
     InvalidPath,
     /// Outside every workspace, refused by the Access Scope, or refused by the physical jail
@@ -34,7 +34,7 @@ pub enum ErrorCode {
     Unavailable,
 }
 
-impl ErrorCode {
+impl VfsErrorCode {
     /// The wire name, e.g. `permission_denied`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -50,7 +50,7 @@ impl ErrorCode {
     }
 }
 
-impl fmt::Display for ErrorCode {
+impl fmt::Display for VfsErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -61,14 +61,14 @@ impl fmt::Display for ErrorCode {
 #[error("{code}: {message}")]
 pub struct VfsError {
     /// What kind of failure.
-    pub code: ErrorCode,
+    pub code: VfsErrorCode,
     /// What happened and, where it helps, what to do next.
     pub message: String,
 }
 
 impl VfsError {
     /// An error with `code` and `message`.
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub fn new(code: VfsErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -76,38 +76,38 @@ impl VfsError {
     }
 
     pub(crate) fn invalid_path(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::InvalidPath, message)
+        Self::new(VfsErrorCode::InvalidPath, message)
     }
 
     pub(crate) fn denied(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::PermissionDenied, message)
+        Self::new(VfsErrorCode::PermissionDenied, message)
     }
 
     pub(crate) fn not_found(path: impl fmt::Display) -> Self {
-        Self::new(ErrorCode::NotFound, format!("{path} does not exist"))
+        Self::new(VfsErrorCode::NotFound, format!("{path} does not exist"))
     }
 
     pub(crate) fn is_directory(path: impl fmt::Display) -> Self {
         Self::new(
-            ErrorCode::IsDirectory,
+            VfsErrorCode::IsDirectory,
             format!("{path} is a directory, not a file"),
         )
     }
 
     pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
-        Self::new(ErrorCode::InvalidArgument, message)
+        Self::new(VfsErrorCode::InvalidArgument, message)
     }
 
     pub(crate) fn unavailable() -> Self {
         Self::new(
-            ErrorCode::Unavailable,
+            VfsErrorCode::Unavailable,
             "the store could not complete this operation right now; try again later",
         )
     }
 
     pub(crate) fn stale(path: impl fmt::Display) -> Self {
         Self::new(
-            ErrorCode::Conflict,
+            VfsErrorCode::Conflict,
             format!(
                 "{path} changed since you read it; read it again, then retry with the new etag"
             ),
@@ -116,7 +116,7 @@ impl VfsError {
 
     pub(crate) fn exists(path: impl fmt::Display) -> Self {
         Self::new(
-            ErrorCode::Conflict,
+            VfsErrorCode::Conflict,
             format!(
                 "{path} already exists and create_only is set; choose another name or drop create_only"
             ),
@@ -132,13 +132,13 @@ impl VfsError {
                 limit: LimitKind::MaxFiles,
                 max,
             } => Self::new(
-                ErrorCode::TooLarge,
+                VfsErrorCode::TooLarge,
                 format!(
                     "this workspace already holds its maximum of {max} files; delete some first"
                 ),
             ),
             StoreError::TooLarge { max, .. } => Self::new(
-                ErrorCode::TooLarge,
+                VfsErrorCode::TooLarge,
                 format!("the content of {path} is over the limit of {max} bytes"),
             ),
             StoreError::ContainsSecret { field } => Self::invalid_path(format!(

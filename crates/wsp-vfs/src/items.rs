@@ -18,7 +18,7 @@ use wsp_store::shared::{Publication, PublishError, PublishPrefix};
 use wsp_store::{FileWrite, Precondition, StoreError, WorkspaceStore};
 use wsp_types::{MediaType, Owner, OwnerId, OwnerIdError, WorkspacePath, WorkspacePrefix};
 
-use crate::error::{ErrorCode, VfsError};
+use crate::error::{VfsError, VfsErrorCode};
 use crate::tools::{ToolAnnotations, ToolDefinition, ToolOutput, ToolResult, input_schema};
 
 /// Characters of an item's value shown as its preview in `workspace_list`.
@@ -422,7 +422,7 @@ pub async fn publish_item(
     let target_key = args.target_key.as_deref().map(item_key).transpose()?;
     let target = shared.workspace_of(&args.target_agent_id).ok_or_else(|| {
         VfsError::new(
-            ErrorCode::NotFound,
+            VfsErrorCode::NotFound,
             format!(
                 "there is no shared agent {:?} to publish to",
                 args.target_agent_id

@@ -55,7 +55,7 @@ pub use config::{
     MAX_TABLE_BYTES, MountConfig, MountProblem, MountTable, MountTableBuilder, MountTableError,
     OverlayConfig, WorkspaceConfig, mount_table_schema,
 };
-pub use error::{ErrorCode, VfsError};
+pub use error::{VfsError, VfsErrorCode};
 pub use items::{
     AgentIdentity, AgentKind, Item, ItemChanged, ItemKeyArgs, ItemList, ItemListArgs, ItemSummary,
     ItemToolName, ItemWriteArgs, ItemsProfile, MAX_LIST_ITEMS, PREVIEW_CHARS, PublishArgs,

@@ -20,7 +20,7 @@ use std::sync::{Arc, Once};
 use serde_json::json;
 use wsp_store::MemoryStore;
 use wsp_vfs::{
-    AccessScope, EditFileArgs, ErrorCode, MountConfig, MountTable, ReadFileArgs, Vfs,
+    AccessScope, EditFileArgs, MountConfig, MountTable, ReadFileArgs, Vfs, VfsErrorCode,
     WorkspaceConfig, WriteFileArgs,
 };
 
@@ -145,7 +145,7 @@ async fn an_edit_whose_result_would_be_gigabytes_is_refused_before_it_is_built()
         .edit_file(edit("/ws/a.txt", "a", "b".repeat(2000), true))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::TooLarge, "{err:?}");
+    assert_eq!(err.code, VfsErrorCode::TooLarge, "{err:?}");
     assert_eq!(
         err.message,
         "the edited file would be 8388608000 bytes, over write_file's limit of 4194304 bytes; \
@@ -169,7 +169,7 @@ async fn a_single_edit_over_the_limit_is_refused_with_the_same_error() {
         .edit_file(edit("/ws/s.txt", "world", "w".repeat(FOUR_MIB), false))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::TooLarge, "{err:?}");
+    assert_eq!(err.code, VfsErrorCode::TooLarge, "{err:?}");
     assert_eq!(
         err.message,
         "the edited file would be 4194311 bytes, over write_file's limit of 4194304 bytes; \
@@ -209,7 +209,7 @@ async fn if_match_against_a_sparse_10_gb_file_is_refused_without_reading_it() {
             })
             .await
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::TooLarge, "{path}: {err:?}");
+        assert_eq!(err.code, VfsErrorCode::TooLarge, "{path}: {err:?}");
         assert_eq!(
             err.message,
             format!(
@@ -225,12 +225,12 @@ async fn if_match_against_a_sparse_10_gb_file_is_refused_without_reading_it() {
             })
             .await
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::TooLarge, "{path}: {err:?}");
+        assert_eq!(err.code, VfsErrorCode::TooLarge, "{path}: {err:?}");
         let err = vfs
             .edit_file(edit(path, "\0", "x", true))
             .await
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::TooLarge, "{path}: {err:?}");
+        assert_eq!(err.code, VfsErrorCode::TooLarge, "{path}: {err:?}");
         let found = vfs
             .call("grep", json!({"pattern": "x", "path": path}))
             .await

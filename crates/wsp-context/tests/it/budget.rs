@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use wsp_context::{
-    CharEstimate, ContextConfig, ContextInputs, IndexEntry, Outcome, ReadOutcome, Refusal, Section,
-    TokenCounter,
+    CharEstimate, ContextConfig, ContextInputs, EntryOutcome, IndexEntry, ReadOutcome, Refusal,
+    Section, TokenCounter,
 };
 use wsp_types::WorkspacePath;
 
@@ -94,7 +94,8 @@ fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter) {
     if !ctx.report.collapsed {
         let index_cut = |section| {
             ctx.report.entries.iter().any(|i| {
-                i.section == section && matches!(i.outcome, Outcome::Truncated | Outcome::Omitted)
+                i.section == section
+                    && matches!(i.outcome, EntryOutcome::Truncated | EntryOutcome::Omitted)
             })
         };
         for e in &ctx.report.entries {
@@ -106,13 +107,13 @@ fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter) {
                 continue;
             }
             let marker = match e.outcome {
-                Outcome::Included => continue,
-                Outcome::Truncated | Outcome::Omitted => format!(
+                EntryOutcome::Included => continue,
+                EntryOutcome::Truncated | EntryOutcome::Omitted => format!(
                     "[TRUNCATED: {} tokens omitted, read {}]",
                     e.omitted_tokens, e.path
                 ),
-                Outcome::Missing => format!("[MISSING: {}]", e.path),
-                Outcome::Skipped => format!("[SKIPPED: {}: ", e.path),
+                EntryOutcome::Missing => format!("[MISSING: {}]", e.path),
+                EntryOutcome::Skipped => format!("[SKIPPED: {}: ", e.path),
             };
             assert!(ctx.text.contains(&marker), "{marker} not in\n{}", ctx.text);
         }

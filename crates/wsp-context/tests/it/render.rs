@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use wsp_context::{
-    CharEstimate, ContextConfig, DirectorySource, Outcome, StoreSource, TokenCounter, assemble,
+    CharEstimate, ContextConfig, DirectorySource, EntryOutcome, StoreSource, TokenCounter, assemble,
 };
 use wsp_store::WorkspaceStore;
 
@@ -72,7 +72,7 @@ async fn everything_fits() {
         ctx.report
             .entries
             .iter()
-            .all(|e| e.outcome == Outcome::Included)
+            .all(|e| e.outcome == EntryOutcome::Included)
     );
     assert!(!ctx.text.contains("not loaded at run start"));
     assert!(!ctx.text.contains("not a skill file"));
@@ -85,12 +85,12 @@ async fn memory_truncated() {
     files[1].1 = numbered("memory", 80);
     let ctx = render_snapshot(&files, &ContextConfig::new(700)).await;
     let memory = &ctx.report.entries[1];
-    assert_eq!(memory.outcome, Outcome::Truncated);
+    assert_eq!(memory.outcome, EntryOutcome::Truncated);
     assert!(ctx.text.contains(&format!(
         "[TRUNCATED: {} tokens omitted, read MEMORY.md]",
         memory.omitted_tokens
     )));
-    assert_eq!(ctx.report.entries[0].outcome, Outcome::Included);
+    assert_eq!(ctx.report.entries[0].outcome, EntryOutcome::Included);
     insta::assert_snapshot!("memory_truncated", snapshot_text(&ctx));
 }
 
@@ -103,8 +103,8 @@ async fn agents_over_the_whole_budget() {
     let ctx = render_snapshot(&files, &ContextConfig::new(budget)).await;
     let (agents, memory) = (&ctx.report.entries[0], &ctx.report.entries[1]);
     assert!(agents.full_tokens > budget);
-    assert_eq!(agents.outcome, Outcome::Truncated);
-    assert_eq!(memory.outcome, Outcome::Truncated);
+    assert_eq!(agents.outcome, EntryOutcome::Truncated);
+    assert_eq!(memory.outcome, EntryOutcome::Truncated);
     // MEMORY.md keeps (nearly: cuts fall on line ends) its 25% floor.
     assert!(
         memory.included_tokens >= budget / 4 * 3 / 4,
@@ -126,7 +126,7 @@ async fn missing_files() {
     for p in ["MEMORY.md", "knowledge/KNOWLEDGE.md", "PREFERENCES.md"] {
         assert!(ctx.text.contains(&format!("[MISSING: {p}]\n")), "{p}");
         let entry = ctx.report.entries.iter().find(|e| e.path == p).unwrap();
-        assert_eq!(entry.outcome, Outcome::Missing);
+        assert_eq!(entry.outcome, EntryOutcome::Missing);
     }
     insta::assert_snapshot!("missing_files", snapshot_text(&ctx));
 }
@@ -168,7 +168,7 @@ async fn symlinked_context_file_on_a_physical_mount_is_refused() {
             .contains("[SKIPPED: MEMORY.md: a symbolic link leading outside the workspace]")
     );
     let memory = &ctx.report.entries[1];
-    assert_eq!(memory.outcome, Outcome::Skipped);
+    assert_eq!(memory.outcome, EntryOutcome::Skipped);
     assert_eq!(
         memory.reason.as_deref(),
         Some("a symbolic link leading outside the workspace")
@@ -179,7 +179,7 @@ async fn symlinked_context_file_on_a_physical_mount_is_refused() {
         .iter()
         .find(|e| e.path == "skills/evil/SKILL.md")
         .unwrap();
-    assert_eq!(evil.outcome, Outcome::Skipped);
+    assert_eq!(evil.outcome, EntryOutcome::Skipped);
     insta::assert_snapshot!("symlink_refused", snapshot_text(&ctx));
 }
 

@@ -14,9 +14,9 @@ use std::path::Path;
 use wsp_store::approvals::ApprovalRegistry;
 use wsp_store::keys::{ApiKey, KeyRecord, KeyRegistry};
 use wsp_store::{FileWrite, Limits, Precondition, WorkspaceStore};
+use wsp_store_sqlite::SqliteApprovals;
+use wsp_store_sqlite::SqliteKeyRegistry;
 use wsp_store_sqlite::SqliteStore;
-use wsp_store_sqlite::approvals::SqliteApprovals;
-use wsp_store_sqlite::keys::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes, WorkspacePath};
 
 /// The permission bits of `path`, in octal as `ls` and `chmod` write them.

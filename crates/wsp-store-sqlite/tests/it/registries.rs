@@ -7,8 +7,8 @@ use wsp_store::battery::registries::{
     approval_registry_contract, insert_first_contract, key_registry_contract,
 };
 use wsp_store::keys::KeyRegistry;
-use wsp_store_sqlite::approvals::SqliteApprovals;
-use wsp_store_sqlite::keys::SqliteKeyRegistry;
+use wsp_store_sqlite::SqliteApprovals;
+use wsp_store_sqlite::SqliteKeyRegistry;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_file_keeps_the_contract() {

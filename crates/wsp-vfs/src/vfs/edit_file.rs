@@ -1,7 +1,7 @@
 //! `edit_file`: replace an exact string in a text file, once or everywhere.
 
 use super::{Vfs, as_text, etag_arg, word};
-use crate::error::{ErrorCode, VfsError};
+use crate::error::{VfsError, VfsErrorCode};
 use crate::scope::Operation;
 use crate::store::Fail;
 use crate::tools::{EditFileArgs, FileEdited, ToolName};
@@ -70,7 +70,7 @@ impl Vfs {
         let too_large = |size: Option<u64>| {
             let size = size.map_or_else(|| "more than 2^64".to_owned(), |s| s.to_string());
             VfsError::new(
-                ErrorCode::TooLarge,
+                VfsErrorCode::TooLarge,
                 format!(
                     "the edited file would be {size} bytes, over write_file's limit of {max} bytes; \
                      replace fewer occurrences or with shorter text"
@@ -105,7 +105,7 @@ impl Vfs {
             .map_err(|f| match f {
                 // Grown past the limit since it was read: it changed.
                 Fail::Stale | Fail::TooLargeToCompare { .. } => VfsError::new(
-                    ErrorCode::Conflict,
+                    VfsErrorCode::Conflict,
                     format!("{path} changed while it was being edited; read it again and retry"),
                 ),
                 f => word(f, &path),

@@ -15,7 +15,7 @@ use wsp_store::WorkspaceStore;
 use wsp_types::{ETag, Owner, OwnerId};
 
 use crate::config::{MountConfig, MountProblem, MountTable, MountTableError};
-use crate::error::{ErrorCode, VfsError};
+use crate::error::{VfsError, VfsErrorCode};
 use crate::path::VirtualPath;
 use crate::scope::{AccessScope, Operation};
 use crate::store::{Fail, OverlayStore, PhysicalStore, Store, VirtualStore};
@@ -263,17 +263,17 @@ fn word(fail: Fail, path: &VirtualPath) -> VfsError {
         Fail::Exists => VfsError::exists(path),
         Fail::Stale => VfsError::stale(path),
         Fail::TooLarge { max } => VfsError::new(
-            ErrorCode::TooLarge,
+            VfsErrorCode::TooLarge,
             format!("{path} is over the size limit of {max} bytes"),
         ),
         Fail::TooManyFiles { max } => VfsError::new(
-            ErrorCode::TooLarge,
+            VfsErrorCode::TooLarge,
             format!(
                 "the workspace of {path} already holds its maximum of {max} files; delete some first"
             ),
         ),
         Fail::TooLargeToCompare { max } => VfsError::new(
-            ErrorCode::TooLarge,
+            VfsErrorCode::TooLarge,
             format!(
                 "{path} is over {max} bytes, more than if_match can compare, so no etag you hold can \
                  match it; leave out if_match to replace it"
@@ -296,7 +296,7 @@ fn word_in(fail: Fail, path: &VirtualPath, ws: &Workspace) -> VfsError {
         return word(fail, path);
     }
     VfsError::new(
-        ErrorCode::Conflict,
+        VfsErrorCode::Conflict,
         format!(
             "{path} cannot be written: the write-only workspace {} does not say why a write is \
              refused (the name, or a name above it, may be in use); choose another name",

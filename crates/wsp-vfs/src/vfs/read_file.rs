@@ -1,7 +1,7 @@
 //! `read_file`: numbered lines of a text file, a window of them, and its etag.
 
 use super::{Vfs, as_text, cut, word};
-use crate::error::{ErrorCode, VfsError};
+use crate::error::{VfsError, VfsErrorCode};
 use crate::path::VirtualPath;
 use crate::scope::Operation;
 use crate::store::{Fail, FileBytes};
@@ -19,7 +19,7 @@ impl Vfs {
         }
         let file = ws.store.read(&rel, self.limits.max_read_bytes).await.map_err(|f| match f {
             Fail::TooLarge { max } => VfsError::new(
-                ErrorCode::TooLarge,
+                VfsErrorCode::TooLarge,
                 format!("{path} is over read_file's limit of {max} bytes; use grep to find what you need in it"),
             ),
             f => word(f, &path),

@@ -1,7 +1,7 @@
 //! `write_file`: create or replace a file, under an optional etag or `create_only`.
 
 use super::{Vfs, etag_arg, word_in};
-use crate::error::{ErrorCode, VfsError};
+use crate::error::{VfsError, VfsErrorCode};
 use crate::scope::{AccessScope, Operation};
 use crate::tools::{FileWritten, ToolName, WriteFileArgs};
 
@@ -39,7 +39,7 @@ impl Vfs {
         let size = args.content.len() as u64;
         if size > self.limits.max_write_bytes {
             return Err(VfsError::new(
-                ErrorCode::TooLarge,
+                VfsErrorCode::TooLarge,
                 format!(
                     "the content is {size} bytes, over write_file's limit of {} bytes",
                     self.limits.max_write_bytes

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use serde_json::json;
 use wsp_store::MemoryStore;
 use wsp_types::OwnerId;
-use wsp_vfs::{AgentIdentity, ErrorCode, ItemsProfile, PublishArgs, SharedAgentList, publish_item};
+use wsp_vfs::{
+    AgentIdentity, ItemsProfile, PublishArgs, SharedAgentList, VfsErrorCode, publish_item,
+};
 
 fn id(s: &str) -> OwnerId {
     OwnerId::parse(s).unwrap()
@@ -94,7 +96,7 @@ async fn items_round_trip_with_created_by_and_preview() {
     assert!(other.list().await.unwrap().items.is_empty());
     assert_eq!(
         other.read("shopping").await.unwrap_err().code,
-        ErrorCode::NotFound
+        VfsErrorCode::NotFound
     );
     let out = main
         .call("workspace_delete", json!({"key": "shopping"}))
@@ -103,21 +105,21 @@ async fn items_round_trip_with_created_by_and_preview() {
     assert_eq!(out.text, "deleted item shopping\n");
     assert_eq!(
         main.read("shopping").await.unwrap_err().code,
-        ErrorCode::NotFound
+        VfsErrorCode::NotFound
     );
     assert_eq!(
         main.call("workspace_read", json!({"key": "../x"}))
             .await
             .unwrap_err()
             .code,
-        ErrorCode::InvalidPath
+        VfsErrorCode::InvalidPath
     );
     assert_eq!(
         main.call("workspace_read", json!({}))
             .await
             .unwrap_err()
             .code,
-        ErrorCode::InvalidArgument
+        VfsErrorCode::InvalidArgument
     );
 }
 
@@ -184,7 +186,7 @@ async fn publish_goes_one_way_into_a_shared_agent() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert_eq!(err.code, VfsErrorCode::InvalidArgument);
     let args = PublishArgs {
         key: "shopping".into(),
         target_agent_id: "cook".into(),
@@ -193,12 +195,12 @@ async fn publish_goes_one_way_into_a_shared_agent() {
     let err = publish_item(w.store.as_ref(), cook.agent(), w.shared.as_ref(), &args)
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::PermissionDenied);
+    assert_eq!(err.code, VfsErrorCode::PermissionDenied);
     // Unknown targets and private agents are not publish targets; a missing item is not found.
     for (target, key, code) in [
-        ("nobody", "shopping", ErrorCode::NotFound),
-        ("main", "shopping", ErrorCode::NotFound),
-        ("cook", "missing", ErrorCode::NotFound),
+        ("nobody", "shopping", VfsErrorCode::NotFound),
+        ("main", "shopping", VfsErrorCode::NotFound),
+        ("cook", "missing", VfsErrorCode::NotFound),
     ] {
         let err = main
             .call(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
-use wsp_vfs::{AccessScope, ErrorCode, MountConfig, MountTable, Vfs, WorkspaceConfig};
+use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, VfsErrorCode, WorkspaceConfig};
 
 use crate::support::{Disk, glob, grep, ls, read};
 
@@ -27,10 +27,10 @@ async fn prefix_siblings_never_match() {
     assert_eq!(read(&vfs, "/project/a").await.unwrap(), "inside");
     for path in ["/project_evil/a", "/projec", "/project.bak/a", "/projectx"] {
         let err = read(&vfs, path).await.unwrap_err();
-        assert_eq!(err.code, ErrorCode::PermissionDenied, "{path}");
+        assert_eq!(err.code, VfsErrorCode::PermissionDenied, "{path}");
         assert_eq!(
             vfs.ls(path).await.unwrap_err().code,
-            ErrorCode::PermissionDenied,
+            VfsErrorCode::PermissionDenied,
             "{path}"
         );
     }
@@ -59,11 +59,11 @@ async fn a_symlink_then_dotdot_never_reaches_outside() {
         // The agent cannot spell the same thing itself.
         assert_eq!(
             read(&vfs, "/ws/d/../secret").await.unwrap_err().code,
-            ErrorCode::InvalidPath
+            VfsErrorCode::InvalidPath
         );
         assert_eq!(
             read(&vfs, "/ws/d/secret").await.unwrap_err().code,
-            ErrorCode::PermissionDenied
+            VfsErrorCode::PermissionDenied
         );
     }
 }
@@ -78,7 +78,7 @@ async fn links_that_stay_inside_are_followed_only_when_the_mount_opts_in() {
     for path in ["/ws/alias.md", "/ws/dir/file.md"] {
         assert_eq!(
             read(&strict, path).await.unwrap_err().code,
-            ErrorCode::PermissionDenied,
+            VfsErrorCode::PermissionDenied,
             "{path}"
         );
     }
@@ -90,7 +90,7 @@ async fn links_that_stay_inside_are_followed_only_when_the_mount_opts_in() {
     disk.symlink(disk.root().join("real/file.md"), "R/abs.md");
     assert_eq!(
         read(&follow, "/ws/abs.md").await.unwrap_err().code,
-        ErrorCode::PermissionDenied
+        VfsErrorCode::PermissionDenied
     );
     std::fs::remove_file(disk.path("R/abs.md")).unwrap();
     // Writing through an inside link writes the target; deleting removes the link only.
@@ -128,7 +128,7 @@ async fn hard_links_are_not_read_and_never_written_through() {
     let before = disk.outside_snapshot();
     let vfs = disk.vfs(false);
     let err = read(&vfs, "/ws/hl.txt").await.unwrap_err();
-    assert_eq!(err.code, ErrorCode::PermissionDenied);
+    assert_eq!(err.code, VfsErrorCode::PermissionDenied);
     assert!(err.message.contains("hard link"), "{err:?}");
     let edit = vfs
         .call(
@@ -137,7 +137,7 @@ async fn hard_links_are_not_read_and_never_written_through() {
         )
         .await
         .unwrap_err();
-    assert_eq!(edit.code, ErrorCode::PermissionDenied);
+    assert_eq!(edit.code, VfsErrorCode::PermissionDenied);
     let found = vfs
         .grep(wsp_vfs::GrepArgs {
             pattern: "outside".into(),
@@ -250,7 +250,7 @@ async fn special_files_are_refused_without_hanging() {
         (vfs, result)
     });
     let err = result.unwrap_err();
-    assert_eq!(err.code, ErrorCode::PermissionDenied);
+    assert_eq!(err.code, VfsErrorCode::PermissionDenied);
     // Listings leave special files out.
     assert!(ls(&vfs, "/ws").await.unwrap().is_empty());
 }
@@ -292,17 +292,17 @@ async fn writes_create_parents_atomically_and_leave_no_temporary_files() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidPath);
+    assert_eq!(err.code, VfsErrorCode::InvalidPath);
     let err = vfs
         .call("write_file", json!({"path": "/ws/a/b", "content": ""}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::IsDirectory);
+    assert_eq!(err.code, VfsErrorCode::IsDirectory);
     let err = vfs
         .call("delete_file", json!({"path": "/ws/a"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::IsDirectory);
+    assert_eq!(err.code, VfsErrorCode::IsDirectory);
 }
 
 #[tokio::test]
@@ -328,7 +328,7 @@ async fn a_symlinked_intermediate_directory_is_refused_for_every_tool() {
         ("grep", json!({"pattern": "SECRET", "path": "/ws/mid/sub"})),
     ] {
         let err = vfs.call(tool, args).await.unwrap_err();
-        assert_eq!(err.code, ErrorCode::PermissionDenied, "{tool}: {err:?}");
+        assert_eq!(err.code, VfsErrorCode::PermissionDenied, "{tool}: {err:?}");
         disk.assert_no_host_path(&err);
     }
     assert!(grep(&vfs, "SECRET", None).await.unwrap().is_empty());

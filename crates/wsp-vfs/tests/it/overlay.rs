@@ -4,7 +4,7 @@
 use serde_json::json;
 use wsp_store::WorkspaceStore;
 use wsp_types::{Owner, WorkspacePrefix};
-use wsp_vfs::{AccessScope, ErrorCode, MountConfig, ReadFileArgs, WriteFileArgs};
+use wsp_vfs::{AccessScope, MountConfig, ReadFileArgs, VfsErrorCode, WriteFileArgs};
 
 use crate::support::{Disk, glob, grep, ls, read, vfs_with, write};
 
@@ -48,7 +48,7 @@ async fn overlay_reads_through_and_writes_on_top() {
     );
     assert_eq!(
         vfs.write_file(args).await.unwrap_err().code,
-        ErrorCode::Conflict,
+        VfsErrorCode::Conflict,
         "the lower etag is stale now"
     );
     write(&vfs, "/o/new.txt", "only upper\n").await;
@@ -89,7 +89,7 @@ async fn overlay_reads_through_and_writes_on_top() {
     for path in ["/o/keep.txt", "/o/a.txt"] {
         assert_eq!(
             read(&vfs, path).await.unwrap_err().code,
-            ErrorCode::NotFound,
+            VfsErrorCode::NotFound,
             "{path}"
         );
         assert_eq!(
@@ -97,7 +97,7 @@ async fn overlay_reads_through_and_writes_on_top() {
                 .await
                 .unwrap_err()
                 .code,
-            ErrorCode::NotFound
+            VfsErrorCode::NotFound
         );
     }
     assert_eq!(
@@ -141,7 +141,7 @@ async fn overlay_reads_through_and_writes_on_top() {
     };
     assert_eq!(
         vfs.write_file(exists).await.unwrap_err().code,
-        ErrorCode::Conflict
+        VfsErrorCode::Conflict
     );
     // Deleting an upper-only file removes it outright.
     vfs.call("delete_file", json!({"path": "/o/new.txt"}))
@@ -149,7 +149,7 @@ async fn overlay_reads_through_and_writes_on_top() {
         .unwrap();
     assert_eq!(
         read(&vfs, "/o/new.txt").await.unwrap_err().code,
-        ErrorCode::NotFound
+        VfsErrorCode::NotFound
     );
     // Directories stay directories across layers.
     assert_eq!(
@@ -157,14 +157,14 @@ async fn overlay_reads_through_and_writes_on_top() {
             .await
             .unwrap_err()
             .code,
-        ErrorCode::IsDirectory
+        VfsErrorCode::IsDirectory
     );
     assert_eq!(
         vfs.call("write_file", json!({"path": "/o/d", "content": ""}))
             .await
             .unwrap_err()
             .code,
-        ErrorCode::IsDirectory
+        VfsErrorCode::IsDirectory
     );
     // A whited-out lower file no longer blocks a directory of the same name.
     write(&vfs, "/o/a.txt/x", "under a deleted file's name\n").await;
@@ -174,14 +174,14 @@ async fn overlay_reads_through_and_writes_on_top() {
             .await
             .unwrap_err()
             .code,
-        ErrorCode::IsDirectory
+        VfsErrorCode::IsDirectory
     );
     assert_eq!(
         vfs.call("write_file", json!({"path": "/o/d/b.txt/x", "content": ""}))
             .await
             .unwrap_err()
             .code,
-        ErrorCode::InvalidPath
+        VfsErrorCode::InvalidPath
     );
     // Nothing was ever written to the host directory.
     assert_eq!(std::fs::read_dir(disk.root()).unwrap().count(), before);
@@ -198,7 +198,7 @@ async fn overlay_lower_layer_keeps_the_jail() {
     )]);
     assert_eq!(
         read(&vfs, "/o/link").await.unwrap_err().code,
-        ErrorCode::PermissionDenied
+        VfsErrorCode::PermissionDenied
     );
     assert!(grep(&vfs, "SECRET", None).await.unwrap().is_empty());
     // The agent may delete the name (a whiteout); the link and its target stay on the host.
@@ -237,6 +237,6 @@ async fn a_read_only_overlay_is_just_a_union() {
             .await
             .unwrap_err()
             .code,
-        ErrorCode::PermissionDenied
+        VfsErrorCode::PermissionDenied
     );
 }

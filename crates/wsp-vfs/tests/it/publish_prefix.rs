@@ -7,7 +7,7 @@ use serde_json::json;
 use wsp_store::shared::PublishPrefix;
 use wsp_store::{FileWrite, MemoryStore, Precondition, WorkspaceStore};
 use wsp_types::{Owner, OwnerId, WorkspacePath};
-use wsp_vfs::{AgentIdentity, ErrorCode, ItemsProfile, SharedAgentList, SharedAgents};
+use wsp_vfs::{AgentIdentity, ItemsProfile, SharedAgentList, SharedAgents, VfsErrorCode};
 
 fn id(s: &str) -> OwnerId {
     OwnerId::parse(s).unwrap()
@@ -87,7 +87,7 @@ async fn publish_lands_in_the_inbox_and_never_over_agents_md() {
             )
             .await
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::PermissionDenied, "{outside}");
+        assert_eq!(err.code, VfsErrorCode::PermissionDenied, "{outside}");
         assert!(err.message.contains("inbox/"), "{outside}: {}", err.message);
     }
     assert_eq!(
@@ -153,7 +153,7 @@ async fn the_host_chooses_each_agents_prefix() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::PermissionDenied);
+    assert_eq!(err.code, VfsErrorCode::PermissionDenied);
     assert!(err.message.contains("from-users/"), "{}", err.message);
     assert_eq!(content(&store, "inbox/list").await, None);
 }

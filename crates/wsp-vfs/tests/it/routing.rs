@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use wsp_vfs::{AccessScope, ErrorCode, MountConfig, MountTable, Vfs, WorkspaceConfig};
+use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, VfsErrorCode, WorkspaceConfig};
 
 use crate::support::{Disk, RecordingStore, glob, grep, ls, read, vfs_with, write};
 
@@ -40,46 +40,50 @@ async fn home() -> (Disk, Vfs) {
 #[tokio::test]
 async fn the_longest_prefix_decides() {
     let (disk, vfs) = home().await;
-    let cases: &[(&str, &str, Result<(), ErrorCode>)] = &[
+    let cases: &[(&str, &str, Result<(), VfsErrorCode>)] = &[
         ("read_file", "/home/readme.md", Ok(())),
         (
             "write_file",
             "/home/readme.md",
-            Err(ErrorCode::PermissionDenied),
+            Err(VfsErrorCode::PermissionDenied),
         ),
         (
             "edit_file",
             "/home/readme.md",
-            Err(ErrorCode::PermissionDenied),
+            Err(VfsErrorCode::PermissionDenied),
         ),
         (
             "delete_file",
             "/home/notes/a.md",
-            Err(ErrorCode::PermissionDenied),
+            Err(VfsErrorCode::PermissionDenied),
         ),
         (
             "write_file",
             "/home/new.md",
-            Err(ErrorCode::PermissionDenied),
+            Err(VfsErrorCode::PermissionDenied),
         ),
         ("read_file", "/home/src/main.rs", Ok(())),
         ("write_file", "/home/src/lib.rs", Ok(())),
         ("edit_file", "/home/src/main.rs", Ok(())),
         // The host's src/ is hidden by the nested Workspace.
-        ("read_file", "/home/src/old.rs", Err(ErrorCode::NotFound)),
+        ("read_file", "/home/src/old.rs", Err(VfsErrorCode::NotFound)),
         ("delete_file", "/home/src/lib.rs", Ok(())),
         (
             "read_file",
             "/out/report.md",
-            Err(ErrorCode::PermissionDenied),
+            Err(VfsErrorCode::PermissionDenied),
         ),
         ("write_file", "/out/second.md", Ok(())),
-        ("read_file", "/homework", Err(ErrorCode::PermissionDenied)),
+        (
+            "read_file",
+            "/homework",
+            Err(VfsErrorCode::PermissionDenied),
+        ),
         // Mount points are directories.
-        ("read_file", "/home/src", Err(ErrorCode::IsDirectory)),
-        ("write_file", "/home/src", Err(ErrorCode::IsDirectory)),
+        ("read_file", "/home/src", Err(VfsErrorCode::IsDirectory)),
+        ("write_file", "/home/src", Err(VfsErrorCode::IsDirectory)),
         // ... except that a write-only Workspace answers every refused write alike.
-        ("write_file", "/out", Err(ErrorCode::Conflict)),
+        ("write_file", "/out", Err(VfsErrorCode::Conflict)),
     ];
     for (tool, path, expect) in cases {
         let args = match *tool {
@@ -112,7 +116,7 @@ async fn listing_a_parent_shows_nested_workspaces() {
     // A write-only Workspace is not listed.
     assert_eq!(
         vfs.ls("/out").await.unwrap_err().code,
-        ErrorCode::PermissionDenied
+        VfsErrorCode::PermissionDenied
     );
     // Listing a file shows the file.
     assert_eq!(ls(&vfs, "/home/readme.md").await.unwrap(), ["readme.md"]);
@@ -125,7 +129,7 @@ async fn listing_a_parent_shows_nested_workspaces() {
     );
     assert_eq!(
         vfs.ls("/home/nothing").await.unwrap_err().code,
-        ErrorCode::NotFound
+        VfsErrorCode::NotFound
     );
 }
 
@@ -229,7 +233,7 @@ async fn glob_and_grep_stay_inside_what_the_scopes_allow() {
         let args = json!({"pattern": "*", "path": path});
         assert_eq!(
             vfs.call(tool, args).await.unwrap_err().code,
-            ErrorCode::PermissionDenied,
+            VfsErrorCode::PermissionDenied,
             "{tool} {path}"
         );
     }
@@ -238,7 +242,7 @@ async fn glob_and_grep_stay_inside_what_the_scopes_allow() {
             .await
             .unwrap_err()
             .code,
-        ErrorCode::NotFound
+        VfsErrorCode::NotFound
     );
 }
 
@@ -278,12 +282,12 @@ async fn grep_caps_results_and_says_so() {
         .call("grep", json!({"pattern": "(", "regex": true}))
         .await
         .unwrap_err();
-    assert_eq!(bad.code, ErrorCode::InvalidArgument);
+    assert_eq!(bad.code, VfsErrorCode::InvalidArgument);
     let bad = vfs
         .call("glob", json!({"pattern": "a[", "path": "/v"}))
         .await
         .unwrap_err();
-    assert_eq!(bad.code, ErrorCode::InvalidArgument);
+    assert_eq!(bad.code, VfsErrorCode::InvalidArgument);
 }
 
 #[tokio::test]
@@ -404,22 +408,22 @@ async fn an_empty_table_has_no_tools_and_denies_every_path() {
             .unwrap_err();
         assert_eq!(
             err.code,
-            ErrorCode::InvalidArgument,
+            VfsErrorCode::InvalidArgument,
             "{tool}: no such tool here"
         );
     }
     for path in ["/", "/etc/passwd", "/ws"] {
         assert_eq!(
             vfs.ls(path).await.unwrap_err().code,
-            ErrorCode::PermissionDenied
+            VfsErrorCode::PermissionDenied
         );
         assert_eq!(
             read(&vfs, path).await.unwrap_err().code,
-            ErrorCode::PermissionDenied
+            VfsErrorCode::PermissionDenied
         );
         assert_eq!(
             glob(&vfs, "**", Some(path)).await.unwrap_err().code,
-            ErrorCode::PermissionDenied
+            VfsErrorCode::PermissionDenied
         );
     }
     assert!(Vfs::empty().tools().is_empty());

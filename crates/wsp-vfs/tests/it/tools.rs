@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use wsp_vfs::{
-    AccessScope, EditFileArgs, ErrorCode, MountConfig, ReadFileArgs, ToolName, Vfs, VfsLimits,
+    AccessScope, EditFileArgs, MountConfig, ReadFileArgs, ToolName, Vfs, VfsErrorCode, VfsLimits,
     WriteFileArgs,
 };
 
@@ -97,13 +97,13 @@ async fn tools_outside_the_catalogue_are_refused_even_by_name() {
         .call("write_file", json!({"path": "/a/x", "content": ""}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert_eq!(err.code, VfsErrorCode::InvalidArgument);
     assert!(err.message.contains("ls, read_file, glob, grep"), "{err:?}");
     let err = vfs
         .call("ls", json!({"path": "/a", "recursive": true}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert_eq!(err.code, VfsErrorCode::InvalidArgument);
     assert!(err.message.contains("unknown field"), "{err:?}");
     let err = vfs.call("read_file", json!({})).await.unwrap_err();
     assert!(err.message.contains("missing field `path`"), "{err:?}");
@@ -111,7 +111,7 @@ async fn tools_outside_the_catalogue_are_refused_even_by_name() {
         .call("run_command", json!({"cmd": "ls"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert_eq!(err.code, VfsErrorCode::InvalidArgument);
 }
 
 /// Runs `check` once over a physical Mount and once over a virtual one, both at `/m` (rw).
@@ -176,7 +176,7 @@ async fn read_file_numbers_lines_and_pages() {
         assert!(wsp_vfs::ToolResult::render(&past).contains("offset 9 is past the end"));
         assert_eq!(
             read(None, Some(0)).await.unwrap_err().code,
-            ErrorCode::InvalidArgument
+            VfsErrorCode::InvalidArgument
         );
         write(&vfs, "/m/empty.txt", "").await;
         let empty = vfs
@@ -283,7 +283,7 @@ async fn long_lines_are_cut_and_big_files_refused() {
         })
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert_eq!(err.code, VfsErrorCode::TooLarge);
     assert!(err.message.contains("use grep"), "{err:?}");
     let err = vfs
         .call(
@@ -292,7 +292,7 @@ async fn long_lines_are_cut_and_big_files_refused() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::TooLarge);
+    assert_eq!(err.code, VfsErrorCode::TooLarge);
 }
 
 #[tokio::test]
@@ -330,7 +330,7 @@ async fn stale_etags_and_create_only_conflict() {
         assert_eq!(second.created, Some(false));
         // The etag from before the second write is now stale.
         let err = vfs.write_file(cond("v3\n", &etag)).await.unwrap_err();
-        assert_eq!(err.code, ErrorCode::Conflict, "{kind}");
+        assert_eq!(err.code, VfsErrorCode::Conflict, "{kind}");
         assert!(
             err.message
                 .contains("changed since you read it; read it again"),
@@ -350,7 +350,7 @@ async fn stale_etags_and_create_only_conflict() {
         };
         assert_eq!(
             vfs.edit_file(edit).await.unwrap_err().code,
-            ErrorCode::Conflict,
+            VfsErrorCode::Conflict,
             "{kind}: edit with a stale etag"
         );
         // if_match on a file that does not exist.
@@ -363,7 +363,7 @@ async fn stale_etags_and_create_only_conflict() {
             })
             .await
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::Conflict, "{kind}");
+        assert_eq!(err.code, VfsErrorCode::Conflict, "{kind}");
         let create = |path: &str| WriteFileArgs {
             path: path.into(),
             content: "new".into(),
@@ -372,7 +372,7 @@ async fn stale_etags_and_create_only_conflict() {
         };
         assert_eq!(
             vfs.write_file(create("/m/a.md")).await.unwrap_err().code,
-            ErrorCode::Conflict,
+            VfsErrorCode::Conflict,
             "{kind}"
         );
         assert_eq!(
@@ -393,7 +393,7 @@ async fn stale_etags_and_create_only_conflict() {
         };
         assert_eq!(
             vfs.write_file(both).await.unwrap_err().code,
-            ErrorCode::InvalidArgument
+            VfsErrorCode::InvalidArgument
         );
     })
     .await;
@@ -410,11 +410,11 @@ async fn edit_file_errors_tell_the_model_what_to_do() {
             replace_all,
             if_match: None,
         };
-        let cases: &[(EditFileArgs, ErrorCode, &str)] = &[
-            (edit("let d", "x", false), ErrorCode::InvalidArgument, "was not found in /m/code.rs. Read the file again"),
-            (edit("= 1;", "= 3;", false), ErrorCode::InvalidArgument, "occurs 2 times in /m/code.rs (at lines 1, 2); include more"),
-            (edit("", "x", false), ErrorCode::InvalidArgument, "old_string is empty"),
-            (edit("a", "a", false), ErrorCode::InvalidArgument, "the same"),
+        let cases: &[(EditFileArgs, VfsErrorCode, &str)] = &[
+            (edit("let d", "x", false), VfsErrorCode::InvalidArgument, "was not found in /m/code.rs. Read the file again"),
+            (edit("= 1;", "= 3;", false), VfsErrorCode::InvalidArgument, "occurs 2 times in /m/code.rs (at lines 1, 2); include more"),
+            (edit("", "x", false), VfsErrorCode::InvalidArgument, "old_string is empty"),
+            (edit("a", "a", false), VfsErrorCode::InvalidArgument, "the same"),
         ];
         for (args, code, message) in cases {
             let err = vfs.edit_file(args.clone()).await.unwrap_err();
@@ -427,7 +427,7 @@ async fn edit_file_errors_tell_the_model_what_to_do() {
         assert_eq!(all.replacements, 2);
         assert_eq!(crate::support::read(&vfs, "/m/code.rs").await.unwrap(), "let a = 9;\nlet b = 9;\nlet c = 3;");
         let missing = EditFileArgs { path: "/m/none.rs".into(), ..edit("a", "b", false) };
-        assert_eq!(vfs.edit_file(missing).await.unwrap_err().code, ErrorCode::NotFound);
+        assert_eq!(vfs.edit_file(missing).await.unwrap_err().code, VfsErrorCode::NotFound);
         let text = vfs.call("edit_file", json!({"path": "/m/code.rs", "old_string": "9", "new_string": "8", "replace_all": true})).await.unwrap().text;
         assert!(text.starts_with("replaced 2 occurrences in /m/code.rs; etag "), "{text}");
     })
@@ -443,7 +443,7 @@ async fn delete_file_and_directories() {
                 .await
                 .unwrap_err()
                 .code,
-            ErrorCode::IsDirectory,
+            VfsErrorCode::IsDirectory,
             "{kind}"
         );
         assert_eq!(
@@ -451,7 +451,7 @@ async fn delete_file_and_directories() {
                 .await
                 .unwrap_err()
                 .code,
-            ErrorCode::IsDirectory,
+            VfsErrorCode::IsDirectory,
             "{kind}"
         );
         assert_eq!(
@@ -459,7 +459,7 @@ async fn delete_file_and_directories() {
                 .await
                 .unwrap_err()
                 .code,
-            ErrorCode::IsDirectory,
+            VfsErrorCode::IsDirectory,
             "{kind}"
         );
         assert_eq!(
@@ -467,7 +467,7 @@ async fn delete_file_and_directories() {
                 .await
                 .unwrap_err()
                 .code,
-            ErrorCode::InvalidPath,
+            VfsErrorCode::InvalidPath,
             "{kind}"
         );
         let out = vfs
@@ -480,7 +480,7 @@ async fn delete_file_and_directories() {
                 .await
                 .unwrap_err()
                 .code,
-            ErrorCode::NotFound,
+            VfsErrorCode::NotFound,
             "{kind}"
         );
         assert_eq!(
@@ -488,7 +488,7 @@ async fn delete_file_and_directories() {
                 .await
                 .unwrap_err()
                 .code,
-            ErrorCode::NotFound,
+            VfsErrorCode::NotFound,
             "{kind}"
         );
     })
@@ -522,7 +522,7 @@ async fn write_only_creates_and_overwrites_without_revealing_anything() {
             )
             .await
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::PermissionDenied);
+        assert_eq!(err.code, VfsErrorCode::PermissionDenied);
         // create_only must say that the one name it was given exists; nothing more.
         let err = vfs
             .call(
@@ -531,7 +531,7 @@ async fn write_only_creates_and_overwrites_without_revealing_anything() {
             )
             .await
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::Conflict);
+        assert_eq!(err.code, VfsErrorCode::Conflict);
         assert!(
             !err.message.contains("two") && !err.message.contains("version"),
             "{err:?}"
@@ -548,13 +548,13 @@ async fn write_only_creates_and_overwrites_without_revealing_anything() {
             let err = vfs.call(tool, args).await.unwrap_err();
             assert_eq!(
                 err.code,
-                ErrorCode::InvalidArgument,
+                VfsErrorCode::InvalidArgument,
                 "{tool} is not even offered"
             );
         }
         assert_eq!(
             vfs.ls("/out").await.unwrap_err().code,
-            ErrorCode::PermissionDenied
+            VfsErrorCode::PermissionDenied
         );
         let read = vfs
             .read_file(ReadFileArgs {
@@ -562,14 +562,14 @@ async fn write_only_creates_and_overwrites_without_revealing_anything() {
                 ..Default::default()
             })
             .await;
-        assert_eq!(read.unwrap_err().code, ErrorCode::PermissionDenied);
+        assert_eq!(read.unwrap_err().code, VfsErrorCode::PermissionDenied);
         let glob = vfs
             .glob(wsp_vfs::GlobArgs {
                 pattern: "**".into(),
                 path: None,
             })
             .await;
-        assert_eq!(glob.unwrap_err().code, ErrorCode::PermissionDenied);
+        assert_eq!(glob.unwrap_err().code, VfsErrorCode::PermissionDenied);
     }
     assert_eq!(std::fs::read_to_string(disk.path("R/r.md")).unwrap(), "two");
 }
@@ -585,7 +585,7 @@ async fn virtual_names_follow_the_store_rules() {
         .call("write_file", json!({"path": "/v/.env", "content": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidPath);
+    assert_eq!(err.code, VfsErrorCode::InvalidPath);
     assert!(err.message.contains("ASCII letters"), "{err:?}");
     write(&vfs, "/v/report..final.md", "ok").await;
     assert_eq!(
@@ -598,7 +598,7 @@ async fn virtual_names_follow_the_store_rules() {
         .call("read_file", json!({"path": "/v/.env"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidPath);
+    assert_eq!(err.code, VfsErrorCode::InvalidPath);
 }
 
 #[test]

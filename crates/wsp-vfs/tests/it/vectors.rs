@@ -2,7 +2,7 @@
 //! the `vfs_path` cases read from the file, the `disk_setups` built here (one per case, by name).
 
 use serde_json::json;
-use wsp_vfs::{AccessScope, ErrorCode, MountConfig, MountTable, Vfs, WorkspaceConfig};
+use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, VfsErrorCode, WorkspaceConfig};
 
 use crate::support::{Disk, outcome, read};
 
@@ -140,7 +140,7 @@ async fn a_denied_path_answers_the_same_whether_or_not_it_exists() {
             .call(tool, args_for(tool, "/ws_evil/nothing"))
             .await
             .unwrap_err();
-        assert_eq!(exists.code, ErrorCode::PermissionDenied, "{tool}");
+        assert_eq!(exists.code, VfsErrorCode::PermissionDenied, "{tool}");
         assert_eq!(exists.code, absent.code, "{tool}");
         assert_eq!(
             exists.message.replace("secret", "X"),
@@ -255,11 +255,11 @@ async fn disk_setup_vectors() {
                 Expect::Refused => assert!(
                     matches!(
                         err.code,
-                        ErrorCode::PermissionDenied | ErrorCode::InvalidPath
+                        VfsErrorCode::PermissionDenied | VfsErrorCode::InvalidPath
                     ),
                     "{name} (follow {follow}): {err:?}"
                 ),
-                Expect::Denied => assert_eq!(err.code, ErrorCode::PermissionDenied, "{name}"),
+                Expect::Denied => assert_eq!(err.code, VfsErrorCode::PermissionDenied, "{name}"),
             }
             assert!(
                 !err.message.contains("SECRET") && !err.message.contains("secret\n"),

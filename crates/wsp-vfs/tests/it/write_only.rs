@@ -4,7 +4,7 @@
 //! gave. Physical, virtual and overlay Mounts alike.
 
 use serde_json::{Value, json};
-use wsp_vfs::{AccessScope, ErrorCode, MountConfig, MountTable, Vfs, VfsError, WorkspaceConfig};
+use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, VfsError, VfsErrorCode, WorkspaceConfig};
 
 use crate::support::{Disk, vfs_with, write};
 
@@ -43,7 +43,7 @@ async fn assert_refused_alike(vfs: &Vfs, cases: &[(&str, Value)], what: &str) {
             .expect_err(&format!("{what}: {args} should be refused"));
         assert_eq!(
             (err.code, err.message.as_str()),
-            (ErrorCode::Conflict, refusal(path).as_str()),
+            (VfsErrorCode::Conflict, refusal(path).as_str()),
             "{what}: {args}"
         );
     }
@@ -64,7 +64,7 @@ async fn assert_other_tools_refused_alike(vfs: &Vfs, paths: &[&str], what: &str)
             let err = vfs.call(tool, args).await.unwrap_err();
             assert_eq!(
                 err.code,
-                ErrorCode::PermissionDenied,
+                VfsErrorCode::PermissionDenied,
                 "{what}: {tool} {path}"
             );
             answers.push(err.message.replace(path, "PATH"));
@@ -237,7 +237,7 @@ async fn a_virtual_write_only_workspace_refuses_every_occupied_name_alike() {
         .call("write_file", json!({"path": "/out/.env", "content": "x"}))
         .await
         .unwrap_err();
-    assert_eq!(err.code, ErrorCode::InvalidPath, "{err:?}");
+    assert_eq!(err.code, VfsErrorCode::InvalidPath, "{err:?}");
 }
 
 #[tokio::test]
@@ -315,14 +315,14 @@ async fn read_write_workspaces_still_say_what_is_in_the_way() {
     };
     assert_eq!(
         code(json!({"path": "/ws/dir", "content": ""})).await,
-        ErrorCode::IsDirectory
+        VfsErrorCode::IsDirectory
     );
     assert_eq!(
         code(json!({"path": "/ws/file.txt/x", "content": ""})).await,
-        ErrorCode::InvalidPath
+        VfsErrorCode::InvalidPath
     );
     assert_eq!(
         code(json!({"path": "/ws/file.txt", "content": "", "create_only": true})).await,
-        ErrorCode::Conflict
+        VfsErrorCode::Conflict
     );
 }

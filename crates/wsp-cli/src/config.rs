@@ -29,11 +29,10 @@ pub struct LimitArgs {
 impl LimitArgs {
     /// The limits these flags describe.
     pub fn limits(&self) -> Limits {
-        Limits {
-            max_file_bytes: self.max_file_bytes,
-            max_files: self.max_files,
-            max_versions: self.max_versions,
-        }
+        Limits::default()
+            .with_max_file_bytes(self.max_file_bytes)
+            .with_max_files(self.max_files)
+            .with_max_versions(self.max_versions)
     }
 }
 

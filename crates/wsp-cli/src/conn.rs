@@ -85,15 +85,14 @@ impl ConnArgs {
             );
         }
         tracing::info!(max_connections, "connection cap");
-        ConnectionLimits {
-            max_connections,
-            header_timeout: Duration::from_secs(self.header_timeout),
-            idle_timeout: Duration::from_secs(self.idle_timeout),
-            body_timeout: Duration::from_secs(self.body_timeout),
-            body_deadline: Duration::from_secs(self.body_deadline),
-            write_timeout: Duration::from_secs(self.write_timeout),
-            drain_timeout: Duration::from_secs(self.drain_timeout),
-        }
+        ConnectionLimits::default()
+            .with_max_connections(max_connections)
+            .with_header_timeout(Duration::from_secs(self.header_timeout))
+            .with_idle_timeout(Duration::from_secs(self.idle_timeout))
+            .with_body_timeout(Duration::from_secs(self.body_timeout))
+            .with_body_deadline(Duration::from_secs(self.body_deadline))
+            .with_write_timeout(Duration::from_secs(self.write_timeout))
+            .with_drain_timeout(Duration::from_secs(self.drain_timeout))
     }
 }
 

@@ -113,6 +113,7 @@ impl Failure {
             Error::InvalidBaseUrl(_) | Error::InvalidArgument(_) => {
                 ("invalid_argument", e.to_string(), None, None)
             }
+            _ => ("client_error", e.to_string(), None, None),
         };
         Self {
             code: Cow::Borrowed(code),

@@ -41,10 +41,7 @@ impl StoreLocation {
                     .into(),
             ));
         }
-        let options = PgOptions {
-            schema: self.pg_schema.clone(),
-            ..PgOptions::default()
-        };
+        let options = PgOptions::default().with_schema(self.pg_schema.clone());
         Ok(Some((url, options)))
     }
 

@@ -74,13 +74,11 @@ pub struct PgArgs {
 impl PgArgs {
     /// The store options these flags describe.
     pub fn options(&self) -> PgOptions {
-        PgOptions {
-            max_connections: self.pg_max_connections as usize,
-            connect_timeout: std::time::Duration::from_secs(self.pg_connect_timeout),
-            statement_timeout: std::time::Duration::from_secs(self.pg_statement_timeout),
-            schema: self.pg_schema.clone(),
-            ..PgOptions::default()
-        }
+        PgOptions::default()
+            .with_max_connections(self.pg_max_connections as usize)
+            .with_connect_timeout(std::time::Duration::from_secs(self.pg_connect_timeout))
+            .with_statement_timeout(std::time::Duration::from_secs(self.pg_statement_timeout))
+            .with_schema(self.pg_schema.clone())
     }
 }
 
@@ -229,14 +227,13 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         Some(addr) => Some(addr.bind().await?),
         None => None,
     };
-    let config = ServerConfig {
-        workspace_enabled: true,
-        test_seams: args.enable_test_seams,
-        run_ttl: std::time::Duration::from_secs(args.run_ttl),
-        ended_run_retention: std::time::Duration::from_secs(args.run_retention),
-        max_open_runs: args.max_open_runs,
-        max_pinned_bytes: args.max_pinned_bytes,
-    };
+    let config = ServerConfig::default()
+        .with_workspace_enabled(true)
+        .with_test_seams(args.enable_test_seams)
+        .with_run_ttl(std::time::Duration::from_secs(args.run_ttl))
+        .with_ended_run_retention(std::time::Duration::from_secs(args.run_retention))
+        .with_max_open_runs(args.max_open_runs)
+        .with_max_pinned_bytes(args.max_pinned_bytes);
     let secrets = Arc::new(file_config.secrets()?);
     // [agents]: the inventory, agent principals and publishing; approvals made with
     // `wsp agents approve` count at once.

@@ -45,6 +45,7 @@ fn worth_retrying(e: &Error) -> bool {
         Error::UnexpectedBody { status, .. } => *status >= 500,
         Error::Api(api) => api.status == 429 || api.status >= 500,
         Error::Certificate { .. } | Error::InvalidBaseUrl(_) | Error::InvalidArgument(_) => false,
+        _ => false,
     }
 }
 
@@ -108,6 +109,8 @@ async fn print_until_lost(
                 let failure = Failure::remote(Error::Api(api));
                 return if retry { Ok(failure) } else { Err(failure) };
             }
+            // A kind of item this build does not know: not a change to print.
+            Some(Ok(_)) => {}
             Some(Err(e)) if worth_retrying(&e) => return Ok(Failure::remote(e)),
             Some(Err(e)) => return Err(Failure::remote(e)),
             None => return Ok(crate::CliError("the host closed the stream".into()).into()),

@@ -30,6 +30,7 @@ impl ApiError {
 
 /// Everything a call can fail with.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The host answered with a well-formed error envelope.
     #[error("{} {}: {}", .0.status, .0.error, .0.message)]

@@ -13,6 +13,7 @@ use crate::error::{ApiError, Error, excerpt};
 
 /// One item of the feed.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum FeedItem {
     /// A `workspace.updated` event.
     Updated(WorkspaceEvent),

@@ -151,6 +151,7 @@ impl Default for ConformanceArgs {
 
 /// Why the arguments cannot make a run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArgsError {
     /// A configuration problem.
     #[error(transparent)]

@@ -62,6 +62,7 @@ pub struct KnownSecret {
 
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// No base URL was given by flag or environment.
     #[error("no base URL: pass --url or set WSP_CONFORMANCE_URL (or OPENWOP_BASE_URL)")]

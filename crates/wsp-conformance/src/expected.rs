@@ -20,6 +20,7 @@ pub struct ExpectedFailures {
 
 /// Why an expected-failures file was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExpectedFailuresError {
     /// A line does not start with a scenario id (`WS-...`, upper-case letters, digits, `-`).
     #[error("line {line}: {text:?} is not a scenario id")]

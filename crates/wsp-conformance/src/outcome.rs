@@ -9,6 +9,7 @@ use crate::exchange::Exchange;
 /// The verdict of one scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Verdict {
     /// The host did what the clause requires.
     Pass,

@@ -33,6 +33,7 @@ pub struct Scenario {
 
 /// The discovery fields a scenario depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Gate {
     /// Runs against every host.
     Always,

@@ -94,6 +94,7 @@ impl Default for Floors {
 /// assert_eq!(config.budget_tokens, 4000);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ContextConfig {
     /// The hard ceiling, in tokens, of the rendered text.
     pub budget_tokens: usize,
@@ -104,6 +105,32 @@ pub struct ContextConfig {
     pub floors: Floors,
     /// Whether to add the index of skills and subagents (default true).
     pub index: bool,
+}
+
+impl ContextConfig {
+    /// This configuration with [`ContextConfig::budget_tokens`] set.
+    pub fn with_budget_tokens(mut self, budget_tokens: usize) -> Self {
+        self.budget_tokens = budget_tokens;
+        self
+    }
+
+    /// This configuration with [`ContextConfig::extra_files`] set.
+    pub fn with_extra_files(mut self, extra_files: Vec<WorkspacePath>) -> Self {
+        self.extra_files = extra_files;
+        self
+    }
+
+    /// This configuration with [`ContextConfig::floors`] set.
+    pub fn with_floors(mut self, floors: Floors) -> Self {
+        self.floors = floors;
+        self
+    }
+
+    /// This configuration with [`ContextConfig::index`] set.
+    pub fn with_index(mut self, index: bool) -> Self {
+        self.index = index;
+        self
+    }
 }
 
 impl Default for ContextConfig {

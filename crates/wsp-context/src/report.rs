@@ -58,6 +58,7 @@ fn is_zero(n: &usize) -> bool {
 /// The parts of the run-start context, in rendering and priority order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Section {
     /// `AGENTS.md`: persona and behaviour guidelines.
     Agents,
@@ -78,6 +79,7 @@ pub enum Section {
 /// What happened to a [`ReportEntry`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EntryOutcome {
     /// In the text in full.
     Included,

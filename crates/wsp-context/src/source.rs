@@ -37,6 +37,7 @@ pub struct Entry {
 
 /// The answer to [`ContextSource::read`] for a path the source could look at.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReadOutcome {
     /// The file's UTF-8 content.
     Found(String),
@@ -48,6 +49,7 @@ pub enum ReadOutcome {
 
 /// Why a source refused to serve a file. The assembler shows it inline and in the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Refusal {
     /// A symbolic link whose target lies outside the workspace directory.
     SymlinkOutside,
@@ -87,6 +89,7 @@ impl fmt::Display for Refusal {
 /// A source could not answer at all; the assembler stops rather than render a partial context
 /// that looks complete.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SourceError {
     /// The snapshot is unknown to the store or was released.
     #[error("snapshot {0} is unknown or released")]

@@ -48,6 +48,7 @@ impl RetryPolicy {
 
 /// Options of a write through the memory log or the session index.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriteOptions {
     /// Who writes, recorded as the version's author.
     pub author: Option<String>,
@@ -55,8 +56,23 @@ pub struct WriteOptions {
     pub retry: RetryPolicy,
 }
 
+impl WriteOptions {
+    /// This configuration with [`WriteOptions::author`] set.
+    pub fn with_author(mut self, author: Option<String>) -> Self {
+        self.author = author;
+        self
+    }
+
+    /// This configuration with [`WriteOptions::retry`] set.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+}
+
 /// Why an update of the memory log or the session index failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// The store refused or failed (`TooLarge` when the file would exceed the store's limit).
     #[error(transparent)]

@@ -126,21 +126,19 @@ fn agents_config() -> AgentsConfig {
 
 /// A server over a fresh store: small limits so that they are reached, test seams on, agents.
 fn app(keys: &Keys) -> axum::Router {
-    let store = Arc::new(MemoryStore::new(Limits {
-        max_file_bytes: 1024,
-        max_files: 20,
-        max_versions: 3,
-    }));
+    let store = Arc::new(MemoryStore::new(
+        Limits::default()
+            .with_max_file_bytes(1024)
+            .with_max_files(20)
+            .with_max_versions(3),
+    ));
     let registry =
         ConfigAgentRegistry::from_config(&agents_config()).expect("the agents configuration");
     let state = AppState::builder(
         store,
         Arc::new(KeyAuthenticator::new(keys.registry.clone())),
     )
-    .config(ServerConfig {
-        test_seams: true,
-        ..ServerConfig::default()
-    })
+    .config(ServerConfig::default().with_test_seams(true))
     .agents(Arc::new(registry))
     .build();
     wsp_server::router(state)

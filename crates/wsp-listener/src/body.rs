@@ -57,6 +57,7 @@ impl From<Cut> for BodyError {
 
 /// Why a [`RequestBody`] could not be read.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum BodyError {
     /// The client paused longer than the body timeout.
     Stalled(Duration),

@@ -11,15 +11,14 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// use wsp_listener::ConnectionLimits;
 ///
-/// let limits = ConnectionLimits {
-///     max_connections: 500,
-///     header_timeout: Duration::from_secs(5),
-///     ..ConnectionLimits::default()
-/// };
+/// let limits = ConnectionLimits::default()
+///     .with_max_connections(500)
+///     .with_header_timeout(Duration::from_secs(5));
 /// assert_eq!(limits.idle_timeout, ConnectionLimits::DEFAULT_IDLE_TIMEOUT);
 /// assert_eq!(ConnectionLimits::max_connections_for(1024), 768);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectionLimits {
     /// Most connections open at once. At the cap, the connection that has been idle longest
     /// (no request in progress: it has not sent a complete request header yet, or it waits
@@ -41,6 +40,50 @@ pub struct ConnectionLimits {
     /// On shutdown, how long requests in progress may take to finish before their
     /// connections are closed.
     pub drain_timeout: Duration,
+}
+
+impl ConnectionLimits {
+    /// This configuration with [`ConnectionLimits::max_connections`] set.
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::header_timeout`] set.
+    pub fn with_header_timeout(mut self, header_timeout: Duration) -> Self {
+        self.header_timeout = header_timeout;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::idle_timeout`] set.
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::body_timeout`] set.
+    pub fn with_body_timeout(mut self, body_timeout: Duration) -> Self {
+        self.body_timeout = body_timeout;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::body_deadline`] set.
+    pub fn with_body_deadline(mut self, body_deadline: Duration) -> Self {
+        self.body_deadline = body_deadline;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::write_timeout`] set.
+    pub fn with_write_timeout(mut self, write_timeout: Duration) -> Self {
+        self.write_timeout = write_timeout;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::drain_timeout`] set.
+    pub fn with_drain_timeout(mut self, drain_timeout: Duration) -> Self {
+        self.drain_timeout = drain_timeout;
+        self
+    }
 }
 
 impl ConnectionLimits {

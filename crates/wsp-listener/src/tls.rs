@@ -118,6 +118,7 @@ impl fmt::Debug for ServerTls {
 
 /// Which of the two files a [`TlsError`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TlsFile {
     /// The certificate chain.
     Certificate,

@@ -19,6 +19,7 @@ pub struct BearerToken(Arc<str>);
 
 /// Why a string cannot be a [`BearerToken`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BearerTokenError {
     /// Shorter than [`BearerToken::MIN_LEN`] bytes.
     #[error("the token is {0} characters; it must have at least {min}", min = BearerToken::MIN_LEN)]
@@ -136,6 +137,7 @@ pub struct HttpAllowList {
 
 /// Why a string cannot join an [`HttpAllowList`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AllowListError {
     /// Not a host name or IP address with an optional port (`name`, `name:port`, `[v6]:port`).
     #[error("{0:?} is not a host: expected a name or address with an optional :port")]

@@ -72,6 +72,7 @@ pub use wsp_store::idempotency::{IdempotencyRecords, MemoryIdempotency};
 
 /// Settings of one server.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Whether the `host.workspace` capability is offered (off: its endpoints answer 501).
     pub workspace_enabled: bool,
@@ -89,6 +90,44 @@ pub struct ServerConfig {
     /// they keep more, `POST /v1/runs` is answered 429 with `details.limit = maxPinnedBytes`
     /// (writes still succeed).
     pub max_pinned_bytes: u64,
+}
+
+impl ServerConfig {
+    /// This configuration with [`ServerConfig::workspace_enabled`] set.
+    pub fn with_workspace_enabled(mut self, workspace_enabled: bool) -> Self {
+        self.workspace_enabled = workspace_enabled;
+        self
+    }
+
+    /// This configuration with [`ServerConfig::test_seams`] set.
+    pub fn with_test_seams(mut self, test_seams: bool) -> Self {
+        self.test_seams = test_seams;
+        self
+    }
+
+    /// This configuration with [`ServerConfig::run_ttl`] set.
+    pub fn with_run_ttl(mut self, run_ttl: std::time::Duration) -> Self {
+        self.run_ttl = run_ttl;
+        self
+    }
+
+    /// This configuration with [`ServerConfig::ended_run_retention`] set.
+    pub fn with_ended_run_retention(mut self, ended_run_retention: std::time::Duration) -> Self {
+        self.ended_run_retention = ended_run_retention;
+        self
+    }
+
+    /// This configuration with [`ServerConfig::max_open_runs`] set.
+    pub fn with_max_open_runs(mut self, max_open_runs: u64) -> Self {
+        self.max_open_runs = max_open_runs;
+        self
+    }
+
+    /// This configuration with [`ServerConfig::max_pinned_bytes`] set.
+    pub fn with_max_pinned_bytes(mut self, max_pinned_bytes: u64) -> Self {
+        self.max_pinned_bytes = max_pinned_bytes;
+        self
+    }
 }
 
 impl Default for ServerConfig {
@@ -566,10 +605,7 @@ mod tests {
     /// Each builder setting may be given again: the last one counts, nothing panics.
     #[test]
     fn a_second_setting_replaces_the_first() {
-        let seams = ServerConfig {
-            test_seams: true,
-            ..ServerConfig::default()
-        };
+        let seams = ServerConfig::default().with_test_seams(true);
         let state = AppState::builder(
             Arc::new(MemoryStore::default()),
             Arc::new(KeyAuthenticator::new(

@@ -247,5 +247,7 @@ fn publish_error(e: PublishError, id: &str, path: &str) -> WireError {
         PublishError::Source(StoreError::NotFound) => WireError::file_not_found(path),
         PublishError::Source(other) => WireError::from_store(other, path),
         PublishError::Target { path, error } => WireError::from_store(error, path.as_str()),
+        // A refusal this build does not know yet: nothing was stored, so a 400 in its words.
+        other => WireError::validation(other.to_string()),
     }
 }

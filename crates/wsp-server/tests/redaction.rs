@@ -84,10 +84,7 @@ async fn server() -> TestServer {
             ("tenant-a", "openai", SECRET),
             ("tenant-a", "accented", ACCENTED),
         ],
-        config: ServerConfig {
-            test_seams: true,
-            ..ServerConfig::default()
-        },
+        config: ServerConfig::default().with_test_seams(true),
         ..Options::default()
     })
     .await

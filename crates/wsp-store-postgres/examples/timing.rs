@@ -36,10 +36,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|_| "pass a database URL or set WSP_TEST_POSTGRES_URL")?,
     };
     let schema = format!("wsp_timing_{:016x}", new_life_id());
-    let options = PgOptions {
-        schema: schema.clone(),
-        ..PgOptions::default()
-    };
+    let options = PgOptions::default().with_schema(schema.clone());
     let store = Arc::new(PgStore::connect(&url, Limits::default(), options).await?);
     println!("schema: {schema}");
     let result = measure(&store).await;

@@ -124,6 +124,7 @@ use snapshots::SnapshotSql;
 
 /// Pool sizing, timeouts and the schema; [`Default`] suits one server replica.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PgOptions {
     /// Most connections this store (replica) opens at once (at least 1). Sum it over all
     /// replicas and keep it below the server's `max_connections`.
@@ -145,6 +146,44 @@ pub struct PgOptions {
     pub feed_retention: u64,
 }
 
+impl PgOptions {
+    /// This configuration with [`PgOptions::max_connections`] set.
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// This configuration with [`PgOptions::connect_timeout`] set.
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// This configuration with [`PgOptions::statement_timeout`] set.
+    pub fn with_statement_timeout(mut self, statement_timeout: Duration) -> Self {
+        self.statement_timeout = statement_timeout;
+        self
+    }
+
+    /// This configuration with [`PgOptions::acquire_timeout`] set.
+    pub fn with_acquire_timeout(mut self, acquire_timeout: Duration) -> Self {
+        self.acquire_timeout = acquire_timeout;
+        self
+    }
+
+    /// This configuration with [`PgOptions::schema`] set.
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// This configuration with [`PgOptions::feed_retention`] set.
+    pub fn with_feed_retention(mut self, feed_retention: u64) -> Self {
+        self.feed_retention = feed_retention;
+        self
+    }
+}
+
 impl Default for PgOptions {
     /// 16 connections, 5 s to connect, 30 s per statement, 10 s to get a connection, schema
     /// `public`, [`DEFAULT_FEED_RETENTION`] changes per owner.
@@ -163,6 +202,7 @@ impl Default for PgOptions {
 /// Why [`PgStore::connect`] (or [`PgKeyRegistry::connect`]) failed. No variant repeats the URL,
 /// which may hold a password.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectError {
     /// The connection URL could not be parsed.
     #[error("invalid PostgreSQL connection URL: {reason}")]

@@ -204,10 +204,7 @@ async fn snapshot_time(
     files: usize,
 ) -> Result<Duration, Box<dyn std::error::Error>> {
     let db = dir.join(format!("wsp-timing-snapshot-{files}.sqlite3"));
-    let limits = Limits {
-        max_files: files as u64,
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_max_files(files as u64);
     let store = Arc::new(SqliteStore::open(&db, limits)?);
     let owner = Owner::parse("bench", "w")?;
     let fill = Instant::now();

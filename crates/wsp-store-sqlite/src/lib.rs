@@ -115,6 +115,7 @@ const NOTICE_BUFFER: usize = 1024;
 
 /// Why a database file could not be opened as a wsp store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum OpenError {
     /// The directory that should hold the file does not exist (it is not created for you).
     #[error(
@@ -733,10 +734,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn statements_are_prepared_once() {
         let dir = tempfile::tempdir().unwrap();
-        let limits = Limits {
-            max_versions: 2,
-            ..Limits::default()
-        };
+        let limits = Limits::default().with_max_versions(2);
         let store = SqliteStore::open(&dir.path().join("wsp.sqlite3"), limits).unwrap();
         let a = Owner::parse("a", "w").unwrap();
         let all = WorkspacePrefix::all();

@@ -537,10 +537,7 @@ mod tests {
         .unwrap();
         drop(v1);
 
-        let limits = Limits {
-            max_versions: 2,
-            ..Limits::default()
-        };
+        let limits = Limits::default().with_max_versions(2);
         let store = crate::SqliteStore::open(&path, limits).unwrap();
         let owner = Owner::parse("t", "w").unwrap();
         let keep = WorkspacePath::parse("keep.md").unwrap();

@@ -67,10 +67,7 @@ fn main() {
 }
 
 fn limits() -> Limits {
-    Limits {
-        max_versions: 1000,
-        ..Limits::default()
-    }
+    Limits::default().with_max_versions(1000)
 }
 
 fn owner() -> Owner {

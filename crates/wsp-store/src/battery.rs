@@ -99,11 +99,10 @@ fn all() -> WorkspacePrefix {
 }
 
 fn small() -> Limits {
-    Limits {
-        max_file_bytes: 64,
-        max_files: 3,
-        max_versions: 3,
-    }
+    Limits::default()
+        .with_max_file_bytes(64)
+        .with_max_files(3)
+        .with_max_versions(3)
 }
 
 async fn put<S: WorkspaceStore>(s: &S, o: &Owner, p: &str, c: &str) -> crate::StoredFile {
@@ -623,13 +622,7 @@ where
     F: Fn(Limits) -> Fut,
     Fut: Future<Output = S>,
 {
-    let s = Arc::new(
-        make(Limits {
-            max_versions: 1000,
-            ..Limits::default()
-        })
-        .await,
-    );
+    let s = Arc::new(make(Limits::default().with_max_versions(1000)).await);
     let a = owner("a");
     let p = path("race.md");
     put(&*s, &a, "race.md", "start").await;
@@ -1089,11 +1082,12 @@ where
     Fut: Future<Output = S>,
 {
     let keep = 2;
-    let s = make(Limits {
-        max_file_bytes: 1024,
-        max_files: 100,
-        max_versions: keep,
-    })
+    let s = make(
+        Limits::default()
+            .with_max_file_bytes(1024)
+            .with_max_files(100)
+            .with_max_versions(keep),
+    )
     .await;
     let owners = [owner("pin-a"), owner("pin-b")];
     for o in &owners {
@@ -1182,11 +1176,12 @@ where
     F: Fn(Limits) -> Fut,
     Fut: Future<Output = S>,
 {
-    let s = make(Limits {
-        max_file_bytes: 1000,
-        max_files: 10,
-        max_versions: 1,
-    })
+    let s = make(
+        Limits::default()
+            .with_max_file_bytes(1000)
+            .with_max_files(10)
+            .with_max_versions(1),
+    )
     .await;
     let (a, b) = (owner("quota-a"), owner("quota-b"));
     let hundred = "h".repeat(100);

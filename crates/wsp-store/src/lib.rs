@@ -47,6 +47,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 
 /// Per-store ceilings, advertised in discovery and enforced inside the write transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest `content`, in UTF-8 bytes.
     pub max_file_bytes: u64,
@@ -54,6 +55,26 @@ pub struct Limits {
     pub max_files: u64,
     /// Versions retained per path (the latest always included).
     pub max_versions: u64,
+}
+
+impl Limits {
+    /// This configuration with [`Limits::max_file_bytes`] set.
+    pub fn with_max_file_bytes(mut self, max_file_bytes: u64) -> Self {
+        self.max_file_bytes = max_file_bytes;
+        self
+    }
+
+    /// This configuration with [`Limits::max_files`] set.
+    pub fn with_max_files(mut self, max_files: u64) -> Self {
+        self.max_files = max_files;
+        self
+    }
+
+    /// This configuration with [`Limits::max_versions`] set.
+    pub fn with_max_versions(mut self, max_versions: u64) -> Self {
+        self.max_versions = max_versions;
+        self
+    }
 }
 
 impl Default for Limits {

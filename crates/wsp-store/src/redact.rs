@@ -46,6 +46,7 @@ impl std::fmt::Debug for Secret {
 
 /// Why a secret list was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SecretError {
     /// A value shorter than [`MIN_SECRET_LEN`] characters.
     #[error("secret {0:?} is shorter than {MIN_SECRET_LEN} characters")]

@@ -92,6 +92,7 @@ pub struct PublishPrefix(String);
 
 /// Why a string is not a [`PublishPrefix`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PublishPrefixError {
     /// It does not end with `/` (it must name a directory: `inbox/`, not `inbox`).
     #[error("a publish prefix is a directory and ends with '/', such as \"inbox/\"")]
@@ -144,6 +145,7 @@ impl fmt::Display for PublishPrefix {
 
 /// Why a publication was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PublishError {
     /// The source is a shared agent's workspace: publishing goes one way, private to shared.
     #[error(
@@ -417,11 +419,12 @@ mod tests {
             absent.run(&store).await.unwrap_err(),
             PublishError::Source(StoreError::NotFound)
         );
-        let tiny = MemoryStore::new(Limits {
-            max_file_bytes: 1024,
-            max_files: 1,
-            max_versions: 2,
-        });
+        let tiny = MemoryStore::new(
+            Limits::default()
+                .with_max_file_bytes(1024)
+                .with_max_files(1)
+                .with_max_versions(2),
+        );
         put(&tiny, &private, &p, "x").await;
         put(&tiny, &shared, &path("full.md"), "y").await;
         assert!(matches!(

@@ -230,11 +230,10 @@ mod tests {
     use super::*;
 
     fn limits() -> Limits {
-        Limits {
-            max_file_bytes: 8,
-            max_files: 2,
-            max_versions: 3,
-        }
+        Limits::default()
+            .with_max_file_bytes(8)
+            .with_max_files(2)
+            .with_max_versions(3)
     }
 
     fn live(life: u64, version: u64) -> Current {
@@ -376,10 +375,7 @@ mod tests {
 
     #[test]
     fn history_floor_keeps_the_newest_versions() {
-        let one = Limits {
-            max_versions: 0,
-            ..limits()
-        };
+        let one = limits().with_max_versions(0);
         let d = decide_put(Some(&live(1, 9)), &write(), &Precondition::None, &one, 0).unwrap();
         assert_eq!(
             d.history_floor, 9,

@@ -4,6 +4,7 @@ use std::fmt;
 
 /// Every error code wsp puts on the wire (`{"error": <code>, "message", "details"?}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// 400: bad path, bad JSON, unknown body field, bad query parameter.
     ValidationError,
@@ -109,6 +110,7 @@ impl fmt::Display for ErrorCode {
 
 /// Which limit a `workspace_too_large` error hit (`details.limit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LimitKind {
     /// The file's content is over `maxFileBytes` (UTF-8 bytes).
     MaxFileBytes,

@@ -7,6 +7,7 @@ pub const MAX_PATH_LEN: usize = 256;
 
 /// Why a string is not a [`WorkspacePath`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PathError {
     /// The path is empty.
     #[error("path is empty")]

@@ -4,6 +4,7 @@ use std::fmt;
 
 /// One permission a credential can carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Scope {
     /// `workspace:read`: list, read, history, events.
     WorkspaceRead,

@@ -153,6 +153,7 @@ impl WorkspaceConfig {
 
 /// What is wrong with one entry of a mount table.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MountProblem {
     /// The prefix does not start with `/`, or is not a valid virtual path.
     PrefixNotAbsolute(String),
@@ -214,6 +215,7 @@ impl fmt::Display for MountProblem {
 
 /// Why a mount table was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MountTableError {
     /// The file could not be read.
     #[error("cannot read mount table {path}: {message}")]

@@ -14,6 +14,7 @@ use wsp_types::LimitKind;
 /// host-side failure the model can do nothing about but retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum VfsErrorCode {
     /// The path is not a valid virtual path, or names something this workspace cannot hold.
     InvalidPath,

@@ -166,6 +166,7 @@ impl SharedAgents for SharedAgentList {
 /// A tool of the `items` profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ItemToolName {
     /// `workspace_list {}`
     List,
@@ -455,6 +456,8 @@ pub async fn publish_item(
         )),
         PublishError::Source(e) => store_error(e, key.as_str()),
         PublishError::Target { path, error } => store_error(error, path.as_str()),
+        // A refusal this build does not know yet: its own words, nothing stored.
+        other => VfsError::invalid_argument(other.to_string()),
     })?;
     Ok(ItemChanged {
         summary: format!(

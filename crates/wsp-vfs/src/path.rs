@@ -10,6 +10,7 @@ pub const MAX_COMPONENT_BYTES: usize = 255;
 
 /// Why a string is not a [`VirtualPath`]. Every variant is a refusal: nothing is ever repaired.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum VirtualPathError {
     /// The path is empty.
     #[error("the path is empty")]

@@ -15,6 +15,7 @@ use crate::store::EntryKind;
 /// A file tool of the `files` profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolName {
     /// `ls {path}`
     Ls,

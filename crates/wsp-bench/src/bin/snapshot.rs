@@ -78,10 +78,7 @@ async fn run(name: &str, store: Arc<dyn WorkspaceStore>) -> (f64, f64) {
 #[tokio::main]
 async fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let limits = Limits {
-        max_files: 200_000,
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_max_files(200_000);
     let sqlite =
         SqliteStore::open(&dir.path().join("bench.sqlite3"), limits).expect("the store opens");
     println!("snapshot creation cost by workspace size (release build)");

@@ -222,6 +222,7 @@ async fn next_update(stream: &mut EventStream) -> Result<wsp_types::wire::Worksp
             "error event {}: {}",
             e.error, e.message
         ))),
+        Ok(Some(Ok(other))) => Err(Outcome::fail(format!("an unexpected feed item: {other:?}"))),
         Ok(Some(Err(e))) => Err(Outcome::fail(format!("the feed broke: {e}"))),
         Ok(None) => Err(Outcome::fail("the feed closed")),
         Err(_) => Err(Outcome::fail(format!("no event within {EVENT_WAIT:?}"))),

@@ -114,6 +114,7 @@ fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter) {
                 ),
                 EntryOutcome::Missing => format!("[MISSING: {}]", e.path),
                 EntryOutcome::Skipped => format!("[SKIPPED: {}: ", e.path),
+                other => panic!("an outcome this test does not know: {other:?}"),
             };
             assert!(ctx.text.contains(&marker), "{marker} not in\n{}", ctx.text);
         }

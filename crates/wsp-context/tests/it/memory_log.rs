@@ -85,10 +85,7 @@ async fn appends_keep_earlier_lines_and_end_every_line() {
 
 #[tokio::test]
 async fn refusals() {
-    let store = MemoryStore::new(Limits {
-        max_file_bytes: 32,
-        ..Limits::default()
-    });
+    let store = MemoryStore::new(Limits::default().with_max_file_bytes(32));
     let options = WriteOptions::default();
     for bad in ["two\nlines", "carriage\rreturn"] {
         assert!(matches!(

@@ -121,11 +121,7 @@ async fn get_on(stream: &mut TcpStream, path: &str) -> (u16, String) {
 
 #[tokio::test]
 async fn a_connection_without_a_whole_header_is_closed_after_the_header_timeout() {
-    let server = Server::start(ConnectionLimits {
-        header_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_header_timeout(Duration::from_millis(300))).await;
     let mut silent = server.connect().await;
     let mut half = server.connect().await;
     half.write_all(b"GET / HTTP/1.1\r\nHost: te").await.unwrap();
@@ -151,11 +147,7 @@ async fn a_connection_without_a_whole_header_is_closed_after_the_header_timeout(
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
-    let server = Server::start(ConnectionLimits {
-        idle_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_idle_timeout(Duration::from_millis(300))).await;
     let mut stream = server.connect().await;
     assert_eq!(get_on(&mut stream, "/").await, (200, "hello".into()));
     assert!(closed(&mut stream).await, "an idle connection stayed open");
@@ -163,11 +155,7 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
 
 #[tokio::test]
 async fn between_requests_the_idle_timeout_applies_not_the_header_timeout() {
-    let server = Server::start(ConnectionLimits {
-        header_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_header_timeout(Duration::from_millis(300))).await;
     let mut stream = server.connect().await;
     assert_eq!(get_on(&mut stream, "/").await, (200, "hello".into()));
     // Three header timeouts of quiet: well inside the idle timeout.
@@ -177,11 +165,7 @@ async fn between_requests_the_idle_timeout_applies_not_the_header_timeout() {
 
 #[tokio::test]
 async fn a_stalled_body_is_cut_after_the_body_timeout() {
-    let server = Server::start(ConnectionLimits {
-        body_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_body_timeout(Duration::from_millis(300))).await;
     let mut stream = server.connect().await;
     stream
         .write_all(b"POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 100\r\n\r\n0123456789")
@@ -196,11 +180,7 @@ async fn a_stalled_body_is_cut_after_the_body_timeout() {
 
 #[tokio::test]
 async fn a_pause_of_the_handler_is_not_blamed_on_the_client() {
-    let server = Server::start(ConnectionLimits {
-        body_timeout: Duration::from_secs(1),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_body_timeout(Duration::from_secs(1))).await;
     let mut stream = server.connect().await;
     stream
         .write_all(b"POST /late HTTP/1.1\r\nHost: test\r\nContent-Length: 20\r\n\r\n0123456789")
@@ -215,11 +195,7 @@ async fn a_pause_of_the_handler_is_not_blamed_on_the_client() {
 
 #[tokio::test]
 async fn a_trickling_body_is_cut_at_the_body_deadline() {
-    let server = Server::start(ConnectionLimits {
-        body_deadline: Duration::from_millis(500),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_body_deadline(Duration::from_millis(500))).await;
     let stream = server.connect().await;
     let (mut reader, mut writer) = stream.into_split();
     writer
@@ -249,11 +225,7 @@ async fn a_trickling_body_is_cut_at_the_body_deadline() {
 
 #[tokio::test]
 async fn idle_connections_over_the_cap_make_way_for_a_prompt_client() {
-    let server = Server::start(ConnectionLimits {
-        max_connections: 50,
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_max_connections(50)).await;
     // 60 connections that never complete a request: 30 silent, 30 with half a header.
     let mut idle = Vec::new();
     for i in 0..60 {
@@ -278,11 +250,7 @@ async fn idle_connections_over_the_cap_make_way_for_a_prompt_client() {
 
 #[tokio::test]
 async fn busy_connections_are_never_shed_and_new_ones_wait_for_a_slot() {
-    let server = Server::start(ConnectionLimits {
-        max_connections: 2,
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_max_connections(2)).await;
     let mut busy = Vec::new();
     for _ in 0..2 {
         let mut s = server.connect().await;
@@ -311,11 +279,7 @@ async fn busy_connections_are_never_shed_and_new_ones_wait_for_a_slot() {
 
 #[tokio::test]
 async fn a_response_the_client_does_not_read_is_cut_after_the_write_timeout() {
-    let server = Server::start(ConnectionLimits {
-        write_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_write_timeout(Duration::from_millis(300))).await;
     let mut stream = server.connect().await;
     stream
         .write_all(b"GET /stream HTTP/1.1\r\nHost: test\r\n\r\n")
@@ -362,11 +326,7 @@ async fn graceful_shutdown_lets_requests_in_progress_finish() {
 
 #[tokio::test]
 async fn the_drain_timeout_closes_requests_that_do_not_finish() {
-    let mut server = Server::start(ConnectionLimits {
-        drain_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let mut server = Server::start(relaxed().with_drain_timeout(Duration::from_millis(300))).await;
     let mut stuck = server.connect().await;
     stuck
         .write_all(b"GET /forever HTTP/1.1\r\nHost: test\r\n\r\n")

@@ -14,15 +14,14 @@ pub const PATIENCE: Duration = Duration::from_secs(5);
 
 /// Limits where nothing times out during a test unless the test shortens it.
 pub fn relaxed() -> ConnectionLimits {
-    ConnectionLimits {
-        max_connections: 1000,
-        header_timeout: Duration::from_secs(60),
-        idle_timeout: Duration::from_secs(60),
-        body_timeout: Duration::from_secs(60),
-        body_deadline: Duration::from_secs(60),
-        write_timeout: Duration::from_secs(60),
-        drain_timeout: Duration::from_secs(60),
-    }
+    ConnectionLimits::default()
+        .with_max_connections(1000)
+        .with_header_timeout(Duration::from_secs(60))
+        .with_idle_timeout(Duration::from_secs(60))
+        .with_body_timeout(Duration::from_secs(60))
+        .with_body_deadline(Duration::from_secs(60))
+        .with_write_timeout(Duration::from_secs(60))
+        .with_drain_timeout(Duration::from_secs(60))
 }
 
 /// One response read from `stream`: the status and the body (by `Content-Length`).

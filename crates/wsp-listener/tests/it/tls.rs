@@ -110,10 +110,7 @@ async fn a_stalled_handshake_is_closed_at_the_header_timeout_and_blocks_nobody()
     let files = ca.leaf().files();
     let server = Server::start(
         &files,
-        ConnectionLimits {
-            header_timeout: Duration::from_millis(500),
-            ..relaxed()
-        },
+        relaxed().with_header_timeout(Duration::from_millis(500)),
     )
     .await;
     // One says nothing; one starts a TLS record and stops.
@@ -131,14 +128,7 @@ async fn a_stalled_handshake_is_closed_at_the_header_timeout_and_blocks_nobody()
 async fn handshakes_count_against_the_cap_and_make_way_for_a_prompt_client() {
     let ca = TestCa::new("wsp test CA");
     let files = ca.leaf().files();
-    let server = Server::start(
-        &files,
-        ConnectionLimits {
-            max_connections: 4,
-            ..relaxed()
-        },
-    )
-    .await;
+    let server = Server::start(&files, relaxed().with_max_connections(4)).await;
     let mut stalled = Vec::new();
     for _ in 0..6 {
         let mut s = server.connect().await;

@@ -304,11 +304,8 @@ async fn over_tcp_two_hosts_and_a_foreign_absolute_target_are_refused() {
 
 #[tokio::test]
 async fn serve_http_closes_a_connection_without_a_whole_header() {
-    let (addr, _token) = serve(ConnectionLimits {
-        header_timeout: Duration::from_millis(300),
-        ..ConnectionLimits::default()
-    })
-    .await;
+    let (addr, _token) =
+        serve(ConnectionLimits::default().with_header_timeout(Duration::from_millis(300))).await;
     let mut half = TcpStream::connect(addr).await.unwrap();
     half.write_all(b"POST /mcp HTTP/1.1\r\nHost: loc")
         .await

@@ -203,11 +203,12 @@ async fn start_with(config: Option<AgentsConfig>) -> Host {
         .await,
     };
     let approvals = Arc::new(MemoryApprovals::default());
-    let store = Arc::new(MemoryStore::new(Limits {
-        max_file_bytes: 1024,
-        max_files: 20,
-        max_versions: 5,
-    }));
+    let store = Arc::new(MemoryStore::new(
+        Limits::default()
+            .with_max_file_bytes(1024)
+            .with_max_files(20)
+            .with_max_versions(5),
+    ));
     let mut state = AppState::builder(store, Arc::new(KeyAuthenticator::new(registry)));
     if let Some(config) = config {
         let agents = ConfigAgentRegistry::from_config(&config)

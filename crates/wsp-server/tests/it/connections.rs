@@ -20,15 +20,14 @@ const PATIENCE: Duration = Duration::from_secs(5);
 
 /// Limits where nothing times out unless a test shortens it.
 fn relaxed() -> ConnectionLimits {
-    ConnectionLimits {
-        max_connections: 1000,
-        header_timeout: Duration::from_secs(60),
-        idle_timeout: Duration::from_secs(60),
-        body_timeout: Duration::from_secs(60),
-        body_deadline: Duration::from_secs(60),
-        write_timeout: Duration::from_secs(60),
-        drain_timeout: Duration::from_secs(60),
-    }
+    ConnectionLimits::default()
+        .with_max_connections(1000)
+        .with_header_timeout(Duration::from_secs(60))
+        .with_idle_timeout(Duration::from_secs(60))
+        .with_body_timeout(Duration::from_secs(60))
+        .with_body_deadline(Duration::from_secs(60))
+        .with_write_timeout(Duration::from_secs(60))
+        .with_drain_timeout(Duration::from_secs(60))
 }
 
 struct Server {
@@ -111,11 +110,7 @@ const DISCOVERY: &[u8] = b"GET /.well-known/openwop HTTP/1.1\r\nHost: test\r\n\r
 
 #[tokio::test]
 async fn half_a_header_is_closed_after_the_header_timeout() {
-    let server = Server::start(ConnectionLimits {
-        header_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_header_timeout(Duration::from_millis(300))).await;
     let mut half = server.connect().await;
     half.write_all(b"GET /.well-known/openwop HTTP/1.1\r\nHo")
         .await
@@ -125,11 +120,7 @@ async fn half_a_header_is_closed_after_the_header_timeout() {
 
 #[tokio::test]
 async fn idle_sockets_over_the_cap_do_not_lock_out_a_client() {
-    let server = Server::start(ConnectionLimits {
-        max_connections: 50,
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_max_connections(50)).await;
     let mut idle = Vec::new();
     for i in 0..60 {
         let mut s = server.connect().await;
@@ -147,11 +138,7 @@ async fn idle_sockets_over_the_cap_do_not_lock_out_a_client() {
 
 #[tokio::test]
 async fn a_stalled_upload_is_refused_and_its_connection_closed() {
-    let server = Server::start(ConnectionLimits {
-        body_timeout: Duration::from_millis(300),
-        ..relaxed()
-    })
-    .await;
+    let server = Server::start(relaxed().with_body_timeout(Duration::from_millis(300))).await;
     let mut stream = server.connect().await;
     let body = r#"{"content":"hello"}"#;
     stream

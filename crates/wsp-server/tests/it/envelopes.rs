@@ -59,15 +59,11 @@ const RUN: &str = r#"{"workflowId":"envelopes"}"#;
 #[tokio::test]
 async fn every_error_envelope_is_as_committed() {
     let server = start_with(Options {
-        limits: Limits {
-            max_file_bytes: 16,
-            max_files: 1,
-            max_versions: 5,
-        },
-        config: ServerConfig {
-            max_open_runs: 1,
-            ..ServerConfig::default()
-        },
+        limits: Limits::default()
+            .with_max_file_bytes(16)
+            .with_max_files(1)
+            .with_max_versions(5),
+        config: ServerConfig::default().with_max_open_runs(1),
         ..Options::default()
     })
     .await;

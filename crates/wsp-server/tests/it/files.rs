@@ -622,11 +622,10 @@ async fn size_limits() {
     assert_eq!(body["details"]["limit"], "requestBody");
     // maxFiles: a small store.
     let small = start_with(Options {
-        limits: wsp_store::Limits {
-            max_file_bytes: 100,
-            max_files: 2,
-            max_versions: 2,
-        },
+        limits: wsp_store::Limits::default()
+            .with_max_file_bytes(100)
+            .with_max_files(2)
+            .with_max_versions(2),
         ..Options::default()
     })
     .await;
@@ -711,10 +710,7 @@ async fn idempotency_keys_replay_and_refuse_reuse() {
 #[tokio::test]
 async fn capability_off_is_501() {
     let s = start_with(Options {
-        config: ServerConfig {
-            workspace_enabled: false,
-            ..ServerConfig::default()
-        },
+        config: ServerConfig::default().with_workspace_enabled(false),
         ..Options::default()
     })
     .await;

@@ -134,10 +134,7 @@ async fn cancelling_ends_the_run_and_its_snapshot() {
 #[tokio::test]
 async fn runs_end_by_themselves_after_their_time_to_live() {
     let s = start_with(Options {
-        config: ServerConfig {
-            run_ttl: Duration::from_secs(1),
-            ..ServerConfig::default()
-        },
+        config: ServerConfig::default().with_run_ttl(Duration::from_secs(1)),
         ..Options::default()
     })
     .await;
@@ -160,10 +157,7 @@ async fn runs_end_by_themselves_after_their_time_to_live() {
 async fn expired_runs_are_ended_without_being_read() {
     let store = Arc::new(MemoryStore::default());
     let s = start_with(Options {
-        config: ServerConfig {
-            run_ttl: Duration::from_secs(1),
-            ..ServerConfig::default()
-        },
+        config: ServerConfig::default().with_run_ttl(Duration::from_secs(1)),
         store: Some(store.clone()),
         ..Options::default()
     })
@@ -197,10 +191,7 @@ async fn expired_runs_are_ended_without_being_read() {
 #[tokio::test]
 async fn ended_runs_are_forgotten_after_the_retention() {
     let s = start_with(Options {
-        config: ServerConfig {
-            ended_run_retention: Duration::from_secs(1),
-            ..ServerConfig::default()
-        },
+        config: ServerConfig::default().with_ended_run_retention(Duration::from_secs(1)),
         ..Options::default()
     })
     .await;
@@ -546,10 +537,7 @@ async fn open_runs_are_capped_at_64_per_workspace_by_default() {
 #[tokio::test]
 async fn open_runs_are_capped_per_workspace() {
     let s = start_with(Options {
-        config: ServerConfig {
-            max_open_runs: 3,
-            ..ServerConfig::default()
-        },
+        config: ServerConfig::default().with_max_open_runs(3),
         ..Options::default()
     })
     .await;
@@ -579,10 +567,7 @@ async fn open_runs_are_capped_per_workspace() {
 async fn racing_run_creations_never_exceed_the_cap() {
     let s = Arc::new(
         start_with(Options {
-            config: ServerConfig {
-                max_open_runs: 4,
-                ..ServerConfig::default()
-            },
+            config: ServerConfig::default().with_max_open_runs(4),
             ..Options::default()
         })
         .await,
@@ -605,15 +590,11 @@ async fn racing_run_creations_never_exceed_the_cap() {
 #[tokio::test]
 async fn runs_that_keep_too_many_old_bytes_refuse_new_runs_not_writes() {
     let s = start_with(Options {
-        limits: Limits {
-            max_file_bytes: 1024,
-            max_files: 10,
-            max_versions: 1,
-        },
-        config: ServerConfig {
-            max_pinned_bytes: 2000,
-            ..ServerConfig::default()
-        },
+        limits: Limits::default()
+            .with_max_file_bytes(1024)
+            .with_max_files(10)
+            .with_max_versions(1),
+        config: ServerConfig::default().with_max_pinned_bytes(2000),
         ..Options::default()
     })
     .await;
@@ -651,11 +632,9 @@ async fn runs_that_keep_too_many_old_bytes_refuse_new_runs_not_writes() {
 #[tokio::test]
 async fn discovery_advertises_the_run_limits() {
     let s = start_with(Options {
-        config: ServerConfig {
-            max_open_runs: 7,
-            max_pinned_bytes: 12_345,
-            ..ServerConfig::default()
-        },
+        config: ServerConfig::default()
+            .with_max_open_runs(7)
+            .with_max_pinned_bytes(12_345),
         ..Options::default()
     })
     .await;

@@ -42,11 +42,10 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Self {
-            limits: Limits {
-                max_file_bytes: 1024,
-                max_files: 50,
-                max_versions: 5,
-            },
+            limits: Limits::default()
+                .with_max_file_bytes(1024)
+                .with_max_files(50)
+                .with_max_versions(5),
             config: ServerConfig::default(),
             secrets: vec![],
             store: None,

@@ -19,10 +19,7 @@ const TAG_VAR: &str = "WSP_PG_REPLICA_TAG";
 const PATHS: [&str; 3] = ["k/1.md", "k/2.md", "k/3.md"];
 
 fn limits() -> Limits {
-    Limits {
-        max_versions: 100_000,
-        ..Limits::default()
-    }
+    Limits::default().with_max_versions(100_000)
 }
 
 /// One replica: `If-Match` writes on the shared paths until killed (or for 60 s), printing
@@ -33,11 +30,9 @@ async fn replica_process() {
     let url = std::env::var(crate::support::URL_VAR).expect("the parent passes the URL");
     let schema = std::env::var(SCHEMA_VAR).expect("the parent passes the schema");
     let tag = std::env::var(TAG_VAR).expect("the parent passes a tag");
-    let options = wsp_store_postgres::PgOptions {
-        schema,
-        max_connections: 4,
-        ..wsp_store_postgres::PgOptions::default()
-    };
+    let options = wsp_store_postgres::PgOptions::default()
+        .with_schema(schema)
+        .with_max_connections(4);
     let store = wsp_store_postgres::PgStore::connect(&url, limits(), options)
         .await
         .expect("the replica connects");

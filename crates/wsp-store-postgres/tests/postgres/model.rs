@@ -225,10 +225,7 @@ async fn bad_settings_and_absent_databases_are_refused() {
         "a-b",
         "x\"; DROP SCHEMA public; --",
     ] {
-        let options = PgOptions {
-            schema: schema.into(),
-            ..PgOptions::default()
-        };
+        let options = PgOptions::default().with_schema(schema);
         assert_eq!(
             connect(valid, options).await,
             ConnectError::InvalidSchema {
@@ -236,10 +233,7 @@ async fn bad_settings_and_absent_databases_are_refused() {
             }
         );
     }
-    let zero = PgOptions {
-        max_connections: 0,
-        ..PgOptions::default()
-    };
+    let zero = PgOptions::default().with_max_connections(0);
     assert!(matches!(
         connect(valid, zero).await,
         ConnectError::InvalidOptions { .. }
@@ -259,10 +253,7 @@ async fn bad_settings_and_absent_databases_are_refused() {
     };
     let url = format!("postgres://postgres:hunter2@127.0.0.1:{port}/test");
     let started = Instant::now();
-    let options = PgOptions {
-        connect_timeout: Duration::from_secs(2),
-        ..PgOptions::default()
-    };
+    let options = PgOptions::default().with_connect_timeout(Duration::from_secs(2));
     let absent = PgStore::connect(&url, Limits::default(), options)
         .await
         .unwrap_err();

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use wsp_store::keys::KeyRegistry as _;
 use wsp_store::{FileWrite, Limits, Precondition, StoreError, WorkspaceStore};
-use wsp_store_postgres::{PgOptions, PgStore};
+use wsp_store_postgres::PgStore;
 
 use crate::support::{TestSchema, admin, database_url, owner, path};
 
@@ -355,13 +355,12 @@ async fn store_via_relay(url: &str, schema: &TestSchema) -> (Relay, PgStore) {
     if let Some(password) = config.get_password() {
         via_relay.push_str(&format!(" password={}", String::from_utf8_lossy(password)));
     }
-    let options = PgOptions {
-        max_connections: 4,
-        connect_timeout: Duration::from_secs(1),
-        statement_timeout: Duration::from_secs(1),
-        acquire_timeout: Duration::from_secs(2),
-        ..schema.options()
-    };
+    let options = schema
+        .options()
+        .with_max_connections(4)
+        .with_connect_timeout(Duration::from_secs(1))
+        .with_statement_timeout(Duration::from_secs(1))
+        .with_acquire_timeout(Duration::from_secs(2));
     let store = PgStore::connect(&via_relay, Limits::default(), options)
         .await
         .unwrap();
@@ -491,10 +490,9 @@ async fn a_silent_database_is_unavailable_then_recovers() {
 async fn a_statement_timeout_is_unavailable() {
     let url = database_url();
     let schema = TestSchema::new(&url);
-    let options = PgOptions {
-        statement_timeout: Duration::from_millis(300),
-        ..schema.options()
-    };
+    let options = schema
+        .options()
+        .with_statement_timeout(Duration::from_millis(300));
     let store = PgStore::connect(&url, Limits::default(), options)
         .await
         .unwrap();

@@ -24,10 +24,7 @@ mod alternating {
 }
 
 fn roomy() -> Limits {
-    Limits {
-        max_versions: 1000,
-        ..Limits::default()
-    }
+    Limits::default().with_max_versions(1000)
 }
 
 /// Tasks on two replicas race `If-Match` writes on three shared paths: per path exactly one
@@ -127,10 +124,7 @@ async fn replicas_racing_if_match_writes_have_one_winner_per_version() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_racing_creators_respect_max_files() {
     let url = database_url();
-    let limits = Limits {
-        max_files: 5,
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_max_files(5);
     let (schema, stores) = replicas(&url, limits, 2).await;
     let a = owner("a");
     let mut tasks = tokio::task::JoinSet::new();
@@ -416,10 +410,7 @@ async fn a_fresh_replica_hears_the_next_commit_elsewhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn snapshots_under_racing_replicas_match_the_feed() {
     let url = database_url();
-    let limits = Limits {
-        max_versions: 2,
-        ..Limits::default()
-    };
+    let limits = Limits::default().with_max_versions(2);
     let (schema, stores) = replicas(&url, limits, 3).await;
     let a = owner("a");
     let mut writers = tokio::task::JoinSet::new();

@@ -50,14 +50,12 @@ impl TestSchema {
 
     /// Options for a store in this schema, sized for tests running side by side.
     pub fn options(&self) -> PgOptions {
-        PgOptions {
-            max_connections: 8,
-            connect_timeout: Duration::from_secs(5),
-            statement_timeout: Duration::from_secs(30),
-            acquire_timeout: Duration::from_secs(30),
-            schema: self.name.clone(),
-            ..PgOptions::default()
-        }
+        PgOptions::default()
+            .with_max_connections(8)
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_statement_timeout(Duration::from_secs(30))
+            .with_acquire_timeout(Duration::from_secs(30))
+            .with_schema(self.name.clone())
     }
 
     /// A store (a replica) in this schema.

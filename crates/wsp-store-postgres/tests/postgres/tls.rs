@@ -94,12 +94,10 @@ fn schema() -> String {
 }
 
 fn options() -> PgOptions {
-    PgOptions {
-        max_connections: 4,
-        connect_timeout: Duration::from_secs(10),
-        schema: schema(),
-        ..PgOptions::default()
-    }
+    PgOptions::default()
+        .with_max_connections(4)
+        .with_connect_timeout(Duration::from_secs(10))
+        .with_schema(schema())
 }
 
 async fn connect(url: &str) -> Result<PgStore, ConnectError> {

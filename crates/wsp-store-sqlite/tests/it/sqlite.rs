@@ -38,11 +38,10 @@ async fn put(s: &SqliteStore, o: &Owner, p: &str, content: &str) -> StoredFile {
 }
 
 fn small() -> Limits {
-    Limits {
-        max_file_bytes: 1024 * 1024,
-        max_files: 3,
-        max_versions: 3,
-    }
+    Limits::default()
+        .with_max_file_bytes(1024 * 1024)
+        .with_max_files(3)
+        .with_max_versions(3)
 }
 
 /// Everything a client can observe of one owner: the list, and per live file its history and
@@ -238,10 +237,7 @@ async fn reopen_keeps_versions_etags_tombstones_counts_snapshots_and_the_feed() 
     drop(s);
 
     // A lower `max_versions` is served at once and frees storage at a path's next write.
-    let fewer = Limits {
-        max_versions: 2,
-        ..small()
-    };
+    let fewer = small().with_max_versions(2);
     let s = SqliteStore::open(&db(&dir), fewer).unwrap();
     let keep = path("keep.md");
     let versions = async || -> Vec<u64> {

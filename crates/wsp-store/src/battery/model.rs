@@ -189,11 +189,10 @@ pub enum Applied {
 
 /// The limits of a script: small, so `maxFiles` and `maxFileBytes` are reached.
 pub fn script_limits(keep: u64) -> Limits {
-    Limits {
-        max_file_bytes: MAX_FILE_BYTES,
-        max_files: 3,
-        max_versions: keep,
-    }
+    Limits::default()
+        .with_max_file_bytes(MAX_FILE_BYTES)
+        .with_max_files(3)
+        .with_max_versions(keep)
 }
 
 /// A snapshot taken in both stores.

@@ -17,6 +17,7 @@ pub(crate) use virtual_store::VirtualStore;
 /// What an entry of a listing is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum EntryKind {
     /// A directory, emulated from `/` in names on virtual Mounts, or a mount point.
     Directory,

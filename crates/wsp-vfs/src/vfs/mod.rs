@@ -81,6 +81,7 @@ impl Default for VfsLimits {
 /// What kind of Mount backs a Workspace (for the filesystem map; host paths are never shown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum MountKind {
     /// A host directory.
     Physical,

@@ -37,11 +37,10 @@ async fn key(registry: &MemoryKeyRegistry, tenant: &str, scopes: Scopes) -> Stri
 
 /// The limits of the in-process hosts' stores.
 pub fn limits() -> Limits {
-    Limits {
-        max_file_bytes: 64 * 1024,
-        max_files: 64,
-        max_versions: 8,
-    }
+    Limits::default()
+        .with_max_file_bytes(64 * 1024)
+        .with_max_files(64)
+        .with_max_versions(8)
 }
 
 /// The ids of the scenarios of `report` with `verdict`.

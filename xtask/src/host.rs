@@ -79,6 +79,23 @@ impl Drop for Host {
     }
 }
 
+impl Host {
+    /// One more key of `tenant` (workspace `default`) with these comma-separated `scopes`,
+    /// created on the running host (a key works as soon as it is created).
+    pub(crate) fn create_key(&self, tenant: &str, scopes: &str) -> Result<String> {
+        let location: Vec<String> = match &self.pg_schema {
+            Some((url, schema)) => vec![
+                "--store".into(),
+                url.clone(),
+                "--pg-schema".into(),
+                schema.clone(),
+            ],
+            None => vec!["--data".into(), self._data.0.display().to_string()],
+        };
+        create_key(&wsp_binary()?, &location, tenant, Some(scopes))
+    }
+}
+
 /// A directory removed on drop (xtask keeps no dependency for this).
 struct TempDir(PathBuf);
 

@@ -15,7 +15,8 @@ use crate::Result;
 use crate::host;
 use crate::project::project_root;
 
-fn run_checked(cmd: &mut Command, what: &str) -> Result<()> {
+/// Runs `cmd`; an error names `what` when it cannot start or exits unsuccessfully.
+pub(crate) fn run_checked(cmd: &mut Command, what: &str) -> Result<()> {
     let status = cmd.status().map_err(|e| format!("{what}: {e}"))?;
     if status.success() {
         Ok(())
@@ -24,7 +25,9 @@ fn run_checked(cmd: &mut Command, what: &str) -> Result<()> {
     }
 }
 
-fn python_venv(dir: &Path) -> Result<std::path::PathBuf> {
+/// The virtual environment `dir` (created when missing) with `requirements` installed; returns
+/// its Python.
+pub(crate) fn python_venv(dir: &Path, requirements: &Path) -> Result<std::path::PathBuf> {
     let python = dir.join("bin").join("python");
     if !python.exists() {
         let interpreter = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
@@ -43,8 +46,8 @@ fn python_venv(dir: &Path) -> Result<std::path::PathBuf> {
                 "--disable-pip-version-check",
                 "-r",
             ])
-            .arg(project_root().join("interop/requirements.txt")),
-        "pip install -r interop/requirements.txt",
+            .arg(requirements),
+        &format!("pip install -r {}", requirements.display()),
     )?;
     Ok(python)
 }
@@ -57,7 +60,7 @@ pub(crate) fn run() -> Result<()> {
         .ok_or("target dir")?
         .join("interop")
         .join("venv");
-    let python = python_venv(&venv)?;
+    let python = python_venv(&venv, &project_root().join("interop/requirements.txt"))?;
     let host = host::start("sqlite", &[])?;
     let mut failures = Vec::new();
 

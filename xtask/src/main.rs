@@ -8,6 +8,7 @@
 //! **Invariant:** nothing depends on this crate, and it is the only crate that depends on
 //! typify.
 
+mod apicheck;
 mod asyncapi;
 mod bench;
 mod codegen;
@@ -58,6 +59,9 @@ tasks:
                       time read_file, write_file and ls over MCP stdio: `wsp mcp` against
                       the reference filesystem server (npm), ratios against the same run
   bench snapshot      snapshot creation cost at 10, 1,000 and 100,000 files (SQLite and memory)
+  api-check [--report]
+                      check api/openapi.json as SDK users do: Redocly and Spectral lint,
+                      Schemathesis against `wsp serve` (--report: print, never fail)
   fuzz [--seconds N] [TARGET...]
                       build the libFuzzer targets of fuzz/ and run each N s (default 60); a
                       crash is saved in fuzz/regressions/<target>/ and fails the task
@@ -96,6 +100,8 @@ enum Task {
     Bench(Vec<String>),
     /// Fuzz, with the arguments of [`fuzz::run`].
     Fuzz(Vec<String>),
+    /// Check the OpenAPI document, with the arguments of [`apicheck::run`].
+    ApiCheck(Vec<String>),
 }
 
 fn parse(args: &[String]) -> Result<Task> {
@@ -109,6 +115,7 @@ fn parse(args: &[String]) -> Result<Task> {
         "man" => return Ok(Task::Man(man::out_dir(flags)?)),
         "bench" => return Ok(Task::Bench(flags.to_vec())),
         "fuzz" => return Ok(Task::Fuzz(flags.to_vec())),
+        "api-check" => return Ok(Task::ApiCheck(flags.to_vec())),
         _ => {}
     }
     let check = match flags {
@@ -141,6 +148,7 @@ fn run(args: &[String]) -> Result<()> {
         Task::Man(out) => man::run(&out),
         Task::Bench(args) => bench::run(&args),
         Task::Fuzz(args) => fuzz::run(&args),
+        Task::ApiCheck(args) => apicheck::run(&args),
     }
 }
 
@@ -223,5 +231,6 @@ mod tests {
         check("man --check", None);
         check("bench vfs", Some(Task::Bench(vec!["vfs".into()])));
         check("fuzz paths", Some(Task::Fuzz(vec!["paths".into()])));
+        check("api-check", Some(Task::ApiCheck(vec![])));
     }
 }

@@ -118,6 +118,7 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-AUTH-003", "WIRE §2", WS, "A malformed Authorization header answers 401", auth::malformed_authorization),
     scenario!("WS-AUTH-004", "WIRE §2", WS, "A read-only key gets 403 forbidden (requiredScope workspace:write) on PUT and DELETE", auth::read_only_cannot_write),
     scenario!("WS-AUTH-005", "WIRE §2", WS, "A read-only key can list and read", auth::read_only_can_read),
+    scenario!("WS-AUTH-006", "WIRE §2, RFC 6750 §3", WS, "Every 401 carries a WWW-Authenticate: Bearer challenge", auth::challenge_names_bearer),
 
     scenario!("WS-WCT-001", "RFC 0059 §E WCT-1", WS, "B reading A's file gets exactly the answer for a missing path", isolation::read_like_missing),
     scenario!("WS-WCT-002", "RFC 0059 §E WCT-1", VERSIONED, "B reading ?version=1 of A's file gets the answer for a missing path", isolation::version_like_missing),

@@ -135,6 +135,11 @@ impl IntoResponse for WireError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 6750 §3: a 401 names the scheme that would be accepted.
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
         resp
     }
 }

@@ -228,6 +228,21 @@ pub(crate) fn with_error_responses(mut operation: Operation, failures: &[Failure
             "application/json".to_owned(),
             Content::new(Some(Ref::from_schema_name("ErrorEnvelope"))).into(),
         );
+        if status == 401 {
+            // Every 401 names the scheme (RFC 6750 §3), as `WireError` sends it.
+            response.headers.insert(
+                "WWW-Authenticate".to_owned(),
+                utoipa::openapi::header::HeaderBuilder::new()
+                    .schema(Some(
+                        utoipa::openapi::ObjectBuilder::new()
+                            .schema_type(utoipa::openapi::schema::Type::String)
+                            .enum_values(Some(["Bearer"])),
+                    ))
+                    .description(Some("Always `Bearer`: send `Authorization: Bearer <key>`."))
+                    .build()
+                    .into(),
+            );
+        }
         operation
             .responses
             .responses

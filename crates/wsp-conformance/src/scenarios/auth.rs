@@ -74,6 +74,34 @@ pub(crate) async fn malformed_authorization(ctx: &Ctx) -> ScenarioResult {
     ))
 }
 
+/// WS-AUTH-006
+pub(crate) async fn challenge_names_bearer(ctx: &Ctx) -> ScenarioResult {
+    let unknown = format!("wsp-conformance-unknown-{}", ctx.shared.run_id);
+    let path = ctx.path("challenge.md");
+    let calls = [
+        ("list without a key", ctx.anonymous().list(None)),
+        ("get without a key", ctx.anonymous().get(&path)),
+        ("list with an unknown key", ctx.with_key(&unknown).list(None)),
+    ];
+    for (what, call) in calls {
+        let reply = call.send().await?;
+        reply
+            .expect_error(401, "unauthenticated")
+            .map_err(|o| o.context(what))?;
+        // RFC 9110 §11.6.1: a 401 carries a challenge; RFC 6750 §3 names the scheme.
+        let challenge = reply.header("WWW-Authenticate").unwrap_or_default();
+        let scheme = challenge.split([' ', ',']).next().unwrap_or_default();
+        if !scheme.eq_ignore_ascii_case("Bearer") {
+            return Err(reply.fail(format!(
+                "{what}: 401 with WWW-Authenticate {challenge:?}, expected a Bearer challenge"
+            )));
+        }
+    }
+    Ok(Outcome::pass(
+        "every 401 carries a WWW-Authenticate: Bearer challenge",
+    ))
+}
+
 /// WS-AUTH-004
 pub(crate) async fn read_only_cannot_write(ctx: &Ctx) -> ScenarioResult {
     let ro = ctx.as_readonly()?;

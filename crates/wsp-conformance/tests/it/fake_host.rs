@@ -220,6 +220,15 @@ async fn missing_cache_control_is_caught() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_without_a_challenge_is_caught() {
+    let faults = Faults {
+        no_challenge: true,
+        ..Faults::default()
+    };
+    check(faults, &["WS-AUTH-006"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn torn_writes_are_caught() {
     let faults = Faults {
         torn_writes: true,

@@ -970,3 +970,54 @@ async fn a_panic_becomes_a_500_with_a_correlation_id_and_nothing_internal() {
     // The server keeps serving.
     assert!(s.a().list(None).await.is_ok());
 }
+
+/// RFC 6750 §3: every 401 says how to authenticate (`WWW-Authenticate: Bearer`), for every
+/// operation the document says needs a key, without a key and with a wrong one.
+#[tokio::test]
+async fn every_401_names_the_bearer_scheme() {
+    let s = start().await;
+    let c = reqwest::Client::new();
+    let doc: Value = c
+        .get(s.url("/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut checked = 0;
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            if op["security"].as_array().is_some_and(|s| s.is_empty())
+                || op["responses"].get("401").is_none()
+            {
+                continue;
+            }
+            let url = s.url(
+                &path
+                    .replace("{path}", "x.md")
+                    .replace("{runId}", &"0".repeat(32))
+                    .replace("{agentId}", "a"),
+            );
+            let m = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            for key in [None, Some("wsp_000000000000_".to_owned() + &"0".repeat(64))] {
+                let mut req = c.request(m.clone(), &url).json(&json!({"content": "x"}));
+                if let Some(key) = &key {
+                    req = req.bearer_auth(key);
+                }
+                let resp = req.send().await.unwrap();
+                if resp.status() == 501 {
+                    continue; // a feature this host does not offer says so before any key
+                }
+                assert_eq!(resp.status(), 401, "{method} {path}");
+                assert_eq!(
+                    resp.headers().get("www-authenticate").map(|v| v.to_str().unwrap()),
+                    Some("Bearer"),
+                    "{method} {path}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} requests checked");
+}

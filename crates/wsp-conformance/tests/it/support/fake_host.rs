@@ -41,6 +41,8 @@ pub struct Faults {
     pub counts_characters: bool,
     /// Discovery has no Cache-Control.
     pub no_cache_control: bool,
+    /// A 401 carries no `WWW-Authenticate` challenge.
+    pub no_challenge: bool,
     /// A large write (1 KiB or more) is visible half-done for a moment.
     pub torn_writes: bool,
     /// Discovery says `workspace.supported: false`; the endpoints answer 501.
@@ -181,12 +183,18 @@ async fn route(
     let (owner, can_write) = match authenticate(headers) {
         Some(who) => who,
         None => {
-            return error(
+            let mut refused = error(
                 401,
                 "unauthenticated",
                 "missing or unknown credential",
                 None,
             );
+            if !host.faults.no_challenge {
+                refused
+                    .headers_mut()
+                    .insert("www-authenticate", "Bearer".parse().unwrap());
+            }
+            return refused;
         }
     };
     if host.faults.workspace_unsupported {

@@ -81,7 +81,10 @@ pub(crate) async fn challenge_names_bearer(ctx: &Ctx) -> ScenarioResult {
     let calls = [
         ("list without a key", ctx.anonymous().list(None)),
         ("get without a key", ctx.anonymous().get(&path)),
-        ("list with an unknown key", ctx.with_key(&unknown).list(None)),
+        (
+            "list with an unknown key",
+            ctx.with_key(&unknown).list(None),
+        ),
     ];
     for (what, call) in calls {
         let reply = call.send().await?;

@@ -1011,7 +1011,9 @@ async fn every_401_names_the_bearer_scheme() {
                 }
                 assert_eq!(resp.status(), 401, "{method} {path}");
                 assert_eq!(
-                    resp.headers().get("www-authenticate").map(|v| v.to_str().unwrap()),
+                    resp.headers()
+                        .get("www-authenticate")
+                        .map(|v| v.to_str().unwrap()),
                     Some("Bearer"),
                     "{method} {path}"
                 );

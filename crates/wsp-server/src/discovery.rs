@@ -5,9 +5,30 @@ use bytes::Bytes;
 use wsp_agents::AgentRegistry;
 use wsp_store::{Limits, StoreFeatures};
 
-use crate::extract::Reply;
+use axum::http::StatusCode;
+
+use crate::extract::{IfNoneMatch, Reply};
 use crate::fails::{Documented, Failure};
 use crate::{AppState, ServerConfig, encode};
+
+/// The discovery document as served: its bytes and its strong entity tag.
+#[derive(Debug, Clone)]
+pub(crate) struct Rendered {
+    /// The JSON document.
+    pub(crate) body: Bytes,
+    /// `"<32 hex digits>"`: the first 128 bits of the body's SHA-256, so a tag changes exactly
+    /// when the document does (across restarts and replicas alike).
+    pub(crate) etag: String,
+}
+
+impl Rendered {
+    fn of(body: Bytes) -> Self {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(&body);
+        let etag = format!("\"{}\"", wsp_types::hex(&digest[..16]));
+        Self { body, etag }
+    }
+}
 
 /// The discovery document, rendered once when the state is built: with the `agents` block
 /// when the host serves `agents`.
@@ -17,16 +38,18 @@ pub(crate) fn document(
     features: StoreFeatures,
     max_body_bytes: usize,
     agents: Option<&dyn AgentRegistry>,
-) -> Bytes {
+) -> Rendered {
     let body = encode::discovery(config, limits, features, max_body_bytes);
     let Some(registry) = agents else {
-        return Bytes::from(body);
+        return Rendered::of(Bytes::from(body));
     };
     let mut doc: serde_json::Value =
         serde_json::from_slice(&body).expect("the discovery document is JSON");
     doc["agents"] = serde_json::to_value(crate::agents::capability(registry))
         .expect("wire types always serialize");
-    Bytes::from(serde_json::to_vec(&doc).expect("JSON always serializes"))
+    Rendered::of(Bytes::from(
+        serde_json::to_vec(&doc).expect("JSON always serializes"),
+    ))
 }
 
 /// The discovery route.
@@ -47,8 +70,23 @@ impl Documented for DiscoveryOp {
     tag = "discovery",
     operation_id = "discovery",
     summary = "Protocol version, limits and capability blocks",
-    responses((status = 200, description = "The discovery document.", body = ref("#/components/schemas/Discovery"))),
+    params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of a discovery document held: 304 while it is still current.")),
+    responses(
+        (status = 200, description = "The discovery document.", body = ref("#/components/schemas/Discovery"),
+            headers(("ETag" = String, description = "A strong tag of this document; it changes exactly when the document does."))),
+        (status = 304, description = "The document held (`If-None-Match`) is current; no body.",
+            headers(("ETag" = String, description = "The current tag."))),
+    ),
 )]
-pub(crate) async fn discovery(State(state): State<AppState>) -> Reply {
-    Reply::encoded(state.inner.discovery.clone()).cache("public, max-age=60")
+pub(crate) async fn discovery(
+    State(state): State<AppState>,
+    IfNoneMatch(held): IfNoneMatch,
+) -> Reply {
+    let current = &state.inner.discovery;
+    let reply = if held.is_some_and(|h| h.admits(&current.etag)) {
+        Reply::no_content().status(StatusCode::NOT_MODIFIED)
+    } else {
+        Reply::encoded(current.body.clone())
+    };
+    reply.etag(&current.etag).cache("public, max-age=60")
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG, LOCATION};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION,
+};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -154,7 +156,7 @@ macro_rules! infallible {
     )*};
 }
 
-infallible!(State<AppState>, BearerToken);
+infallible!(State<AppState>, BearerToken, IfNoneMatch);
 
 /// Extractors and the failures they answer, in the order they are checked.
 macro_rules! fallible {
@@ -183,6 +185,40 @@ fallible! {
 impl<T, L> Fallible for JsonBody<T, L> {
     fn failures() -> Vec<Failure> {
         vec![fails::NOT_JSON, fails::BODY_TOO_LARGE, fails::BAD_BODY]
+    }
+}
+
+/// `If-None-Match` as sent (RFC 9110 §13.1.2), for a `GET` that may answer 304.
+pub(crate) struct IfNoneMatch(pub Option<HeldTags>);
+
+/// The entity tags a client holds, or `*`.
+pub(crate) struct HeldTags(String);
+
+impl HeldTags {
+    /// Whether `etag` (a quoted strong tag) is among them, compared weakly as `If-None-Match`
+    /// asks (`W/"x"` matches `"x"`); `*` matches any current document. Text that is no list
+    /// of tags matches nothing, so the full document is sent.
+    pub(crate) fn admits(&self, etag: &str) -> bool {
+        let list = self.0.trim();
+        list == "*"
+            || list
+                .split(',')
+                .map(|t| t.trim())
+                .any(|t| t.strip_prefix("W/").unwrap_or(t) == etag)
+    }
+}
+
+impl FromRequestParts<AppState> for IfNoneMatch {
+    type Rejection = WireError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &AppState) -> Result<Self, WireError> {
+        let held = parts
+            .headers
+            .get_all(IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect::<Vec<_>>();
+        Ok(Self((!held.is_empty()).then(|| HeldTags(held.join(",")))))
     }
 }
 

@@ -159,7 +159,7 @@ struct Inner {
     secrets: Arc<dyn SecretSource>,
     idempotency: Arc<dyn IdempotencyRecords>,
     config: ServerConfig,
-    discovery: bytes::Bytes,
+    discovery: discovery::Rendered,
     max_body_bytes: usize,
     agents: Option<Arc<dyn AgentRegistry>>,
     feeds: feed_hub::FeedHub,

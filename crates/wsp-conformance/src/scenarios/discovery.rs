@@ -114,6 +114,43 @@ pub(crate) async fn cache_control(ctx: &Ctx) -> ScenarioResult {
     }
 }
 
+/// WS-DISC-009: a host that tags discovery honours `If-None-Match` (RFC 9110 §13.1.2).
+pub(crate) async fn revalidates(ctx: &Ctx) -> ScenarioResult {
+    let reply = ctx.discovery_reply()?;
+    reply.expect_status(200)?;
+    let Some(etag) = reply.header("etag").map(str::to_owned) else {
+        return Err(Outcome::inapplicable("discovery is served without an ETag"));
+    };
+    let held = ctx
+        .anonymous()
+        .call("GET", DISCOVERY)
+        .header("If-None-Match", etag.clone())
+        .send()
+        .await?;
+    if held.status != 304 {
+        return Err(held.fail(format!(
+            "If-None-Match with the current ETag {etag} answered {}, expected 304",
+            held.status
+        )));
+    }
+    if !held.body.is_empty() {
+        return Err(held.fail("a 304 carries a body"));
+    }
+    let other = ctx
+        .anonymous()
+        .call("GET", DISCOVERY)
+        .header("If-None-Match", "\"wsp-conformance-not-current\"")
+        .send()
+        .await?;
+    other.expect_status(200)?;
+    if other.json()? != reply.json()? {
+        return Err(other.fail("another tag got a different document"));
+    }
+    Ok(Outcome::pass(format!(
+        "ETag {etag}: 304 with no body when held, the document otherwise"
+    )))
+}
+
 /// WS-DISC-005
 pub(crate) async fn no_capabilities_wrapper(ctx: &Ctx) -> ScenarioResult {
     let doc = ctx.discovery()?;

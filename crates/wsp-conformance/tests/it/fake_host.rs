@@ -229,6 +229,15 @@ async fn a_401_without_a_challenge_is_caught() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ignored_if_none_match_is_caught() {
+    let faults = Faults {
+        ignores_if_none_match: true,
+        ..Faults::default()
+    };
+    check(faults, &["WS-DISC-009"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn torn_writes_are_caught() {
     let faults = Faults {
         torn_writes: true,

@@ -36,6 +36,48 @@ fn put_req(s: &support::TestServer, key: &str, path: &str, body: Value) -> reqwe
         .json(&body)
 }
 
+/// Discovery is served with a strong `ETag`; `If-None-Match` with it (alone, in a list, weak
+/// or `*`) answers 304 with no body and the same validators; another tag gets the document.
+#[tokio::test]
+async fn discovery_revalidates_with_its_etag() {
+    let s = start().await;
+    let c = reqwest::Client::new();
+    let get = |inm: Option<String>| {
+        let mut req = c.get(s.url("/.well-known/openwop"));
+        if let Some(v) = inm {
+            req = req.header("if-none-match", v);
+        }
+        req.send()
+    };
+    let first = get(None).await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"') && etag.len() > 2,
+        "{etag}"
+    );
+    let body = first.bytes().await.unwrap();
+    let again = get(None).await.unwrap();
+    assert_eq!(again.headers()["etag"], etag.as_str(), "the tag is stable");
+    for inm in [
+        etag.clone(),
+        format!("W/{etag}"),
+        format!("\"other\", {etag}"),
+        "*".to_owned(),
+    ] {
+        let resp = get(Some(inm.clone())).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::NOT_MODIFIED, "{inm}");
+        assert_eq!(resp.headers()["etag"], etag.as_str());
+        assert!(resp.headers().contains_key("cache-control"));
+        assert!(resp.bytes().await.unwrap().is_empty());
+    }
+    for inm in ["\"other\"", "W/\"other\"", "garbage"] {
+        let resp = get(Some(inm.to_owned())).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{inm}");
+        assert_eq!(resp.bytes().await.unwrap(), body);
+    }
+}
+
 #[tokio::test]
 async fn discovery_needs_no_auth_and_advertises_the_workspace() {
     let s = start().await;

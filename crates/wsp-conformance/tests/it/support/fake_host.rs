@@ -43,6 +43,8 @@ pub struct Faults {
     pub no_cache_control: bool,
     /// A 401 carries no `WWW-Authenticate` challenge.
     pub no_challenge: bool,
+    /// Discovery sends an `ETag` but answers every `If-None-Match` with the full document.
+    pub ignores_if_none_match: bool,
     /// A large write (1 KiB or more) is visible half-done for a moment.
     pub torn_writes: bool,
     /// Discovery says `workspace.supported: false`; the endpoints answer 501.
@@ -162,7 +164,7 @@ async fn route(
     body: &[u8],
 ) -> Response<Vec<u8>> {
     if path == "/.well-known/openwop" && method == Method::GET {
-        return discovery(host);
+        return discovery(host, headers);
     }
     if path == "/v1/openapi.json" && method == Method::GET {
         return json_response(
@@ -245,7 +247,7 @@ async fn route(
     }
 }
 
-fn discovery(host: &Host) -> Response<Vec<u8>> {
+fn discovery(host: &Host, headers: &HeaderMap) -> Response<Vec<u8>> {
     let workspace = if host.faults.workspace_unsupported {
         json!({"supported": false})
     } else {
@@ -261,12 +263,22 @@ fn discovery(host: &Host) -> Response<Vec<u8>> {
         "implementation": {"name": "fake-host", "version": "0"},
         "workspace": workspace,
     });
-    let cache = if host.faults.no_cache_control {
+    let mut extra = if host.faults.no_cache_control {
         vec![]
     } else {
         vec![("cache-control", "public, max-age=60".to_string())]
     };
-    json_response(200, &doc, &cache)
+    // A fixed tag per document: the fake's discovery depends only on its faults.
+    let etag = format!("\"fake-{}\"", doc["workspace"]["supported"]);
+    extra.push(("etag", etag.clone()));
+    let held = headers
+        .get("if-none-match")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    if held && !host.faults.ignores_if_none_match {
+        return respond(304, &extra, Vec::new());
+    }
+    json_response(200, &doc, &extra)
 }
 
 fn authenticate(headers: &HeaderMap) -> Option<(Owner, bool)> {

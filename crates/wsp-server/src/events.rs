@@ -56,24 +56,32 @@ impl fails::Fallible for Position {
     }
 }
 
+/// Where the stream starts: `Last-Event-ID` wins over `?since=`, and both, when sent, must be
+/// sequence numbers (0 to `i64::MAX`, as every backend stores them).
 fn position(parts: &Parts) -> Result<Option<u64>, WireError> {
     let parse = |raw: &str, what: &str| {
-        raw.trim().parse::<u64>().map_err(|_| {
-            WireError::validation(format!(
-                "{what} must be a non-negative integer, got {raw:?}"
-            ))
-        })
+        raw.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|n| i64::try_from(*n).is_ok())
+            .ok_or_else(|| {
+                WireError::validation(format!(
+                    "{what} must be an integer from 0 to {}, got {raw:?}",
+                    i64::MAX
+                ))
+            })
     };
+    let params = query_params(parts.uri.query())?;
+    let since = param(&params, "since")
+        .map(|raw| parse(raw, "since"))
+        .transpose()?;
     if let Some(v) = parts.headers.get(HeaderName::from_static("last-event-id")) {
         let raw = v
             .to_str()
             .map_err(|_| WireError::validation("Last-Event-ID must be ASCII"))?;
         return parse(raw, "Last-Event-ID").map(Some);
     }
-    let params = query_params(parts.uri.query())?;
-    param(&params, "since")
-        .map(|raw| parse(raw, "since"))
-        .transpose()
+    Ok(since)
 }
 
 /// The store has no change feed.

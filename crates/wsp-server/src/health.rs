@@ -90,7 +90,13 @@ pub(crate) struct NoSecurity;
 
 impl utoipa::Modify for NoSecurity {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        for path in [HEALTHZ, READYZ] {
+        let public = [
+            HEALTHZ,
+            READYZ,
+            crate::discovery::WELL_KNOWN,
+            crate::openapi::OPENAPI_JSON,
+        ];
+        for path in public {
             if let Some(op) = openapi
                 .paths
                 .paths

@@ -74,7 +74,96 @@ pub fn document() -> Value {
     let mut doc = serde_json::to_value(api).expect("the document serializes");
     doc["info"]["version"] = Value::from(env!("CARGO_PKG_VERSION"));
     doc["components"]["schemas"] = Value::Object(component_schemas());
+    // Relative to the document's own URL: the host that serves it (RFC 3986 resolution).
+    doc["servers"] =
+        serde_json::json!([{"url": "/", "description": "The host serving this document."}]);
+    declare_enforced(&mut doc);
     doc
+}
+
+/// A workspace path as the server accepts it: `^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$` with no
+/// empty, `.` or `..` component (`WorkspacePath`), written without look-around.
+const PATH_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+))*$";
+
+/// A list prefix as the server accepts it (`WorkspacePrefix`): empty, or path characters whose
+/// complete components are names and whose last component may be partial.
+const PREFIX_PATTERN: &str = r"^([A-Za-z0-9][A-Za-z0-9._-]*(/(([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)/)*[A-Za-z0-9._-]*)?)?$";
+
+/// What the server enforces and the annotations cannot say, written into every operation:
+/// the path and prefix patterns and bounds; headers that are absent or a value (never `null`);
+/// `Idempotency-Key` as 1 to 255 visible ASCII characters; JSON request bodies as required
+/// (a missing body is 415); change-feed positions within what the server reads.
+fn declare_enforced(doc: &mut Value) {
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for (method, operation) in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.iter_mut())
+    {
+        if let Some(body) = operation.get_mut("requestBody") {
+            body["required"] = Value::Bool(true);
+        }
+        // The change feed: each event's `data` is a `WorkspaceEvent`.
+        if let Some(stream) = operation
+            .pointer_mut("/responses/200/content/text~1event-stream")
+            .and_then(Value::as_object_mut)
+        {
+            stream.insert(
+                "schema".to_owned(),
+                serde_json::json!({"$ref": "#/components/schemas/WorkspaceEvent"}),
+            );
+        }
+        let Some(params) = operation
+            .get_mut("parameters")
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for param in params {
+            let (name, place) = (
+                param["name"].as_str().unwrap_or_default().to_owned(),
+                param["in"].as_str().unwrap_or_default().to_owned(),
+            );
+            let schema = &mut param["schema"];
+            // `Option<T>` says "may be absent", which a parameter says with `required`.
+            if let Some(types) = schema["type"].as_array() {
+                let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if kept.len() == 1 {
+                    schema["type"] = kept[0].clone();
+                }
+            }
+            match (name.as_str(), place.as_str()) {
+                ("path", "path") => {
+                    schema["pattern"] = Value::from(PATH_PATTERN);
+                    schema["minLength"] = Value::from(1);
+                    schema["maxLength"] = Value::from(wsp_types::MAX_PATH_LEN);
+                }
+                ("prefix", "query") => {
+                    schema["pattern"] = Value::from(PREFIX_PATTERN);
+                    schema["maxLength"] = Value::from(wsp_types::MAX_PATH_LEN);
+                }
+                ("Idempotency-Key", "header") => {
+                    schema["pattern"] = Value::from(r"^[!-~]{1,255}$");
+                }
+                ("If-Match", "header") => {
+                    schema["minLength"] = Value::from(1);
+                }
+                // A write's `If-None-Match` is create-only; a read's is a cache validator,
+                // where any text is allowed (a list that names no current tag gets the body).
+                ("If-None-Match", "header") if method == "put" => {
+                    schema["enum"] = serde_json::json!(["*"]);
+                }
+                ("since", "query") | ("Last-Event-ID", "header") => {
+                    schema["type"] = Value::from("integer");
+                    schema["minimum"] = Value::from(0);
+                    schema["maximum"] = Value::from(i64::MAX);
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// The document as pretty JSON with a final newline: the exact bytes of `api/openapi.json`.

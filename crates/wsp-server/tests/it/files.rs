@@ -1065,3 +1065,50 @@ async fn every_401_names_the_bearer_scheme() {
     }
     assert!(checked >= 20, "only {checked} requests checked");
 }
+
+/// The patterns the OpenAPI document declares for `{path}` and `?prefix=` accept exactly what
+/// the server accepts: every string of up to five characters over `a . / - _` (and the shared
+/// vectors) is matched by the pattern if and only if `WorkspacePath` / `WorkspacePrefix` parse it.
+#[test]
+fn the_documented_path_patterns_are_the_parsers() {
+    let doc = wsp_server::openapi::document();
+    let pattern = |ptr: &str| {
+        regex::Regex::new(doc.pointer(ptr).and_then(Value::as_str).expect(ptr)).unwrap()
+    };
+    let path =
+        pattern("/paths/~1v1~1host~1workspace~1files~1{path}/get/parameters/0/schema/pattern");
+    let prefix = pattern("/paths/~1v1~1host~1workspace~1files/get/parameters/0/schema/pattern");
+    let mut samples = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..5 {
+        frontier = frontier
+            .iter()
+            .flat_map(|s| ['a', '.', '/', '-', '_'].map(|c| format!("{s}{c}")))
+            .collect();
+        samples.extend(frontier.iter().cloned());
+    }
+    samples.extend(
+        [
+            "notes/plan.md",
+            "report..final.md",
+            "a/../b",
+            "/etc",
+            "~x",
+            "a\\b",
+        ]
+        .map(String::from),
+    );
+    for s in &samples {
+        assert_eq!(
+            path.is_match(s),
+            wsp_types::WorkspacePath::parse(s).is_ok(),
+            "path {s:?}"
+        );
+        assert_eq!(
+            prefix.is_match(s),
+            wsp_types::WorkspacePrefix::parse(s).is_ok(),
+            "prefix {s:?}"
+        );
+    }
+    assert!(samples.len() > 3900);
+}

@@ -465,6 +465,23 @@ async fn the_feed_needs_a_read_scope_and_a_valid_position() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
+    // Positions are sequence numbers, which never pass i64::MAX (as the document says); a
+    // bad `since` is refused even when `Last-Event-ID` wins over it.
+    for (since, last) in [
+        ("9223372036854775808", None),
+        ("18446744073709551615", None),
+        ("abc", Some("0")),
+        ("0", Some("9223372036854775808")),
+    ] {
+        let mut req = c
+            .get(s.url(&format!("/v1/host/workspace/events?since={since}")))
+            .bearer_auth(&s.key_a);
+        if let Some(last) = last {
+            req = req.header("last-event-id", last);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 400, "since={since} Last-Event-ID={last:?}");
+    }
 }
 
 #[tokio::test]

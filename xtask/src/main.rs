@@ -20,6 +20,7 @@ mod interop;
 mod man;
 mod matrix;
 mod openapi;
+mod package;
 mod project;
 mod schemas;
 
@@ -59,6 +60,8 @@ tasks:
                       time read_file, write_file and ls over MCP stdio: `wsp mcp` against
                       the reference filesystem server (npm), ratios against the same run
   bench snapshot      snapshot creation cost at 10, 1,000 and 100,000 files (SQLite and memory)
+  package             cargo package every published crate, each verified from its package
+                      alone (earlier extractions of the workspace's crates removed first)
   api-check [--report]
                       check api/openapi.json as SDK users do: Redocly and Spectral lint,
                       Schemathesis against `wsp serve` (--report: print, never fail)
@@ -102,6 +105,8 @@ enum Task {
     Fuzz(Vec<String>),
     /// Check the OpenAPI document, with the arguments of [`apicheck::run`].
     ApiCheck(Vec<String>),
+    /// `cargo package` of every published crate.
+    Package,
 }
 
 fn parse(args: &[String]) -> Result<Task> {
@@ -116,6 +121,7 @@ fn parse(args: &[String]) -> Result<Task> {
         "bench" => return Ok(Task::Bench(flags.to_vec())),
         "fuzz" => return Ok(Task::Fuzz(flags.to_vec())),
         "api-check" => return Ok(Task::ApiCheck(flags.to_vec())),
+        "package" if flags.is_empty() => return Ok(Task::Package),
         _ => {}
     }
     let check = match flags {
@@ -149,6 +155,7 @@ fn run(args: &[String]) -> Result<()> {
         Task::Bench(args) => bench::run(&args),
         Task::Fuzz(args) => fuzz::run(&args),
         Task::ApiCheck(args) => apicheck::run(&args),
+        Task::Package => package::run(),
     }
 }
 

@@ -70,6 +70,7 @@ impl Documented for DiscoveryOp {
     tag = "discovery",
     operation_id = "discovery",
     summary = "Protocol version, limits and capability blocks",
+    description = "No credential is needed; a bearer header, if sent, is ignored. The document is rendered once when the server starts; its `ETag` and `Cache-Control` let a client revalidate with `If-None-Match` (304). Capability blocks (`workspace`, `agents`, `wsp`) sit at the root and say which of the other operations this host serves.",
     params(("If-None-Match" = Option<String>, Header, description = "The `ETag` of a discovery document held: 304 while it is still current.")),
     responses(
         (status = 200, description = "The discovery document.", body = ref("#/components/schemas/Discovery"),

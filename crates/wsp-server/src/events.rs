@@ -122,6 +122,7 @@ impl Documented for EventsOp {
     tag = "workspace",
     operation_id = "workspaceEvents",
     summary = "The caller's workspace.updated change feed as Server-Sent Events (wsp extension)",
+    description = "Needs `workspace:read`. An endless stream of the caller's committed writes and deletes in sequence order, one `workspace.updated` event each. Resume with `Last-Event-ID` (or `?since=`); a position older than the retained feed ends the stream with `feed_position_expired`. At most 32 streams per key are open at once (429 `rate_limited`).",
     params(
         ("since" = Option<u64>, Query, description = "Resume after this sequence number (0: from the start of what is retained)."),
         ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this sequence number; wins over `since`."),

@@ -50,6 +50,7 @@ impl Documented for ListFilesOp {
     tag = "workspace",
     operation_id = "listWorkspaceFiles",
     summary = "List live files (no bodies), sorted by path",
+    description = "Needs `workspace:read`. Every live file of the caller's workspace whose path starts with `prefix`, with its metadata and no content. Another tenant's or workspace's files never appear.",
     params(("prefix" = Option<String>, Query, description = "Plain string prefix of the paths to list.")),
     security(("bearerAuth" = [])),
     responses(
@@ -82,6 +83,7 @@ impl Documented for GetFileOp {
     tag = "workspace",
     operation_id = "getWorkspaceFile",
     summary = "Read a file, or a retained version of it",
+    description = "Needs `workspace:read`. The live file with its content and `ETag`, or with `?version=N` a retained version of the current life. A path that only another tenant or workspace holds reads exactly as a missing one.",
     params(
         ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
         ("version" = Option<u64>, Query, minimum = 1, description = "A retained version of the current life."),
@@ -123,6 +125,7 @@ impl Documented for HistoryOp {
     tag = "workspace",
     operation_id = "getWorkspaceFileHistory",
     summary = "Retained versions of a live file, newest first (wsp extension)",
+    description = "Needs `workspace:read`. The versions of the current life that are still retained (at most `maxVersions`), newest first, metadata only.",
     params(("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired.")),
     security(("bearerAuth" = [])),
     responses(
@@ -173,6 +176,7 @@ impl Documented for PutFileOp {
     tag = "workspace",
     operation_id = "putWorkspaceFile",
     summary = "Create or replace a file atomically",
+    description = "Needs `workspace:write`. Stores the body as the file's next version in one atomic step: readers see the old or the new content, never a mix. `If-Match` (one of these etags, or `*`) or `If-None-Match: *` (create only) make the write conditional, answered 409 `workspace_conflict` with `details.currentVersion` when they fail. `maxFileBytes` and `maxFiles` apply (413), old versions past `maxVersions` are pruned, and a configured secret in the content is redacted before it is stored. `Idempotency-Key` replays the first outcome of a retried request.",
     params(
         ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
         ("If-Match" = Option<String>, Header, description = "Write only if the live etag is one of these, or `*` for any live version."),
@@ -248,6 +252,7 @@ impl Documented for DeleteFileOp {
     tag = "workspace",
     operation_id = "deleteWorkspaceFile",
     summary = "Tombstone a file",
+    description = "Needs `workspace:write`. Removes the live file: a tombstone version is recorded, the path then reads as missing, and a later write starts a new life at version 1 with etags never used before. `If-Match` makes the delete conditional; `Idempotency-Key` replays the first outcome.",
     params(
         ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
         ("If-Match" = Option<String>, Header, description = "Delete only if the live etag is one of these."),

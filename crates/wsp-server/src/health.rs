@@ -38,6 +38,7 @@ impl Documented for HealthzOp {
     tag = "health",
     operation_id = "healthz",
     summary = "Liveness: the process answers",
+    description = "No credential is needed. 200 while the process serves requests; the store is not consulted (see `/readyz`).",
     responses((status = 200, description = "`{\"status\":\"ok\"}`", content_type = "application/json")),
 )]
 pub(crate) async fn healthz() -> Reply {
@@ -67,6 +68,7 @@ impl Documented for ReadyzOp {
     tag = "health",
     operation_id = "readyz",
     summary = "Readiness: the store answers",
+    description = "No credential is needed. 200 when the store answers (SQLite writable; PostgreSQL reachable and migrated to this build's schema), otherwise 503 `service_unavailable` with `details.check` naming what failed, so a load balancer takes the replica out of rotation without restarting it.",
     responses(
         (status = 200, description = "`{\"status\":\"ready\"}`", content_type = "application/json"),
     ),

@@ -439,6 +439,7 @@ impl Documented for MetricsOp {
     tag = "metrics",
     operation_id = "metrics",
     summary = "Prometheus metrics of this server (OpenMetrics text)",
+    description = "Needs a key with `metrics:read` (or use the separate `--metrics-addr` listener). The OpenMetrics text of this server: requests by route template and status with latencies, store call latencies, open change-feed streams and runs. No label names a key, tenant, workspace or path.",
     security(("bearerAuth" = [])),
     responses(
         (status = 200, description = "The OpenMetrics 1.0 text exposition: requests by route template and status with latency histograms, store call latencies, SQLite commit time and batch size, open change-feed streams, open runs, key-cache lookups and the PostgreSQL pool. No label names a key, tenant, workspace or path.", content_type = "application/openmetrics-text"),

@@ -105,14 +105,18 @@ fn declare_enforced(doc: &mut Value) {
         if let Some(body) = operation.get_mut("requestBody") {
             body["required"] = Value::Bool(true);
         }
-        // The change feed: each event's `data` is a `WorkspaceEvent`.
+        // The change feed: each event's `data` is a `WorkspaceEvent`, except the one `error`
+        // event that ends a stream, whose `data` is an `ErrorEnvelope`.
         if let Some(stream) = operation
             .pointer_mut("/responses/200/content/text~1event-stream")
             .and_then(Value::as_object_mut)
         {
             stream.insert(
                 "schema".to_owned(),
-                serde_json::json!({"$ref": "#/components/schemas/WorkspaceEvent"}),
+                serde_json::json!({"anyOf": [
+                    {"$ref": "#/components/schemas/WorkspaceEvent"},
+                    {"$ref": "#/components/schemas/ErrorEnvelope"},
+                ]}),
             );
         }
         let Some(params) = operation
@@ -189,6 +193,9 @@ impl Documented for OpenApiJsonOp {
     impl_for = OpenApiJsonOp,
     path = OPENAPI_JSON,
     tag = "discovery",
+    operation_id = "openapi",
+    summary = "This host's OpenAPI 3.1 document",
+    description = "No credential is needed. The same document as `api/openapi.json` of the wsp repository, for this build.",
     responses((status = 200, description = "The OpenAPI 3.1 document of this host.", content_type = "application/json")),
 )]
 pub(crate) async fn openapi_json() -> crate::extract::Reply {

@@ -302,6 +302,7 @@ impl Documented for CreateRunOp {
     tag = "runs",
     operation_id = "createRun",
     summary = "Start a run: pin an immutable snapshot of the caller's workspace",
+    description = "Needs `runs:create`. Pins the caller's workspace as it is now: reads through the run see exactly that state, whatever is written afterwards, until the run is cancelled or its time to live passes. Bounded per workspace by `maxOpenRuns` and `maxPinnedBytes` (429 `rate_limited`).",
     request_body(content = ref("#/components/schemas/RunCreate"), content_type = "application/json"),
     security(("bearerAuth" = [])),
     responses(
@@ -366,6 +367,7 @@ impl Documented for GetRunOp {
     tag = "runs",
     operation_id = "getRun",
     summary = "A run, its status and the files its snapshot holds",
+    description = "Needs `runs:read`. The run's status (`running`, `completed` or `cancelled`), its times, and while it runs the paths and versions its snapshot holds. A run past its time to live is ended when read.",
     params(("runId" = String, Path, description = "The run id.")),
     security(("bearerAuth" = [])),
     responses(
@@ -401,6 +403,7 @@ impl Documented for CancelRunOp {
     tag = "runs",
     operation_id = "cancelRun",
     summary = "End a run and release its snapshot",
+    description = "Needs `runs:create`. Ends a running run (`cancelled`) and releases its snapshot; an ended run is answered with its record unchanged.",
     params(("runId" = String, Path, description = "The run id.")),
     security(("bearerAuth" = [])),
     responses(
@@ -445,6 +448,7 @@ impl Documented for ListRunFilesOp {
     tag = "runs",
     operation_id = "listRunWorkspaceFiles",
     summary = "List the files of a run's snapshot (wsp extension)",
+    description = "Needs `runs:read`. The files of the run's snapshot whose path starts with `prefix`, metadata only, as they were when the run started; 404 once the run has ended.",
     params(
         ("runId" = String, Path, description = "The run id."),
         ("prefix" = Option<String>, Query, description = "Plain string prefix of the paths to list."),
@@ -491,6 +495,7 @@ impl Documented for GetRunFileOp {
     tag = "runs",
     operation_id = "getRunWorkspaceFile",
     summary = "Read a file of a run's snapshot (wsp extension)",
+    description = "Needs `runs:read`. The file as the run's snapshot holds it, whatever has been written since; 404 once the run has ended.",
     params(
         ("runId" = String, Path, description = "The run id."),
         ("path" = String, Path, description = "Workspace path, raw or percent-encoded."),

@@ -6,7 +6,10 @@
 //! `$CARGO_HOME/registry/src/` and reuses an extraction of the same name and version made by
 //! an earlier run, so with versions that do not change between commits (0.1.0 here) a file
 //! added since that run is missing and verification fails with errors about code that exists.
-//! This task removes the extracted and cached packages of the workspace's own crates first.
+//! The verification builds under `target/package/` treat those crates as registry crates,
+//! which never change, so their compiled copies are reused the same way. This task removes
+//! the extracted and cached packages of the workspace's own crates, and `target/package/`,
+//! first.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -100,6 +103,17 @@ pub(crate) fn run() -> Result<()> {
         let removed = forget_packages(&home, &names)?;
         if removed > 0 {
             println!("package: removed {removed} earlier extraction(s) of this workspace's crates");
+        }
+    }
+    // Packaging output only: the packages, their local registry and the verification builds.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project_root().join("target"));
+    match std::fs::remove_dir_all(target.join("package")) {
+        Ok(()) => println!("package: removed {}", target.join("package").display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(format!("cannot remove {}: {e}", target.join("package").display()).into());
         }
     }
     let mut cmd = Command::new(cargo());

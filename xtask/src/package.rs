@@ -6,10 +6,10 @@
 //! `$CARGO_HOME/registry/src/` and reuses an extraction of the same name and version made by
 //! an earlier run, so with versions that do not change between commits (0.1.0 here) a file
 //! added since that run is missing and verification fails with errors about code that exists.
-//! The verification builds under `target/package/` treat those crates as registry crates,
-//! which never change, so their compiled copies are reused the same way. This task removes
-//! the extracted and cached packages of the workspace's own crates, and `target/package/`,
-//! first.
+//! The verification builds treat those crates as registry crates, which never change, so
+//! their compiled copies in the target directory are reused the same way. This task removes
+//! the extracted and cached packages of the workspace's own crates first, and verifies in a
+//! target directory of its own, `target/package/build/`, emptied before each run.
 
 use std::path::PathBuf;
 use std::process::Command;

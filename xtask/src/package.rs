@@ -118,6 +118,7 @@ pub(crate) fn run() -> Result<()> {
     }
     let mut cmd = Command::new(cargo());
     cmd.args(["package", "--workspace"])
+        .env("CARGO_TARGET_DIR", target.join("package").join("build"))
         .current_dir(project_root());
     for (name, publishable) in &packages {
         if !publishable {

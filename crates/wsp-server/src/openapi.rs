@@ -105,18 +105,31 @@ fn declare_enforced(doc: &mut Value) {
         if let Some(body) = operation.get_mut("requestBody") {
             body["required"] = Value::Bool(true);
         }
-        // The change feed: each event's `data` is a `WorkspaceEvent`, except the one `error`
-        // event that ends a stream, whose `data` is an `ErrorEnvelope`.
+        // The change feed, one Server-Sent Event at a time (the event-object form of OpenAPI
+        // 3.2, which tools read in 3.1 documents too): `data` is JSON text, a `WorkspaceEvent`
+        // for `workspace.updated`, an `ErrorEnvelope` for the `error` event that ends a stream.
         if let Some(stream) = operation
             .pointer_mut("/responses/200/content/text~1event-stream")
             .and_then(Value::as_object_mut)
         {
             stream.insert(
                 "schema".to_owned(),
-                serde_json::json!({"anyOf": [
-                    {"$ref": "#/components/schemas/WorkspaceEvent"},
-                    {"$ref": "#/components/schemas/ErrorEnvelope"},
-                ]}),
+                serde_json::json!({
+                    "type": "object",
+                    "properties": {
+                        "event": {"type": "string", "enum": ["workspace.updated", "error"]},
+                        "id": {"type": "string", "description": "The change's sequence number (resume with Last-Event-ID)."},
+                        "retry": {"type": "integer", "minimum": 0},
+                        "data": {
+                            "type": "string",
+                            "contentMediaType": "application/json",
+                            "contentSchema": {"anyOf": [
+                                {"$ref": "#/components/schemas/WorkspaceEvent"},
+                                {"$ref": "#/components/schemas/ErrorEnvelope"},
+                            ]},
+                        },
+                    },
+                }),
             );
         }
         let Some(params) = operation

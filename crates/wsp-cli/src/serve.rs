@@ -131,6 +131,10 @@ pub struct ServeArgs {
     /// new runs are answered 429 (writes still succeed) until runs end.
     #[arg(long, env = "WSP_MAX_PINNED_BYTES", default_value_t = ServerConfig::default().max_pinned_bytes)]
     max_pinned_bytes: u64,
+    /// A web origin (`https://app.example`, `http://localhost:5173`) whose pages may call the
+    /// API from the browser (CORS); repeat for more. Without it no CORS header is sent.
+    #[arg(long = "cors-origin", env = "WSP_CORS_ORIGINS", value_delimiter = ',', value_name = "ORIGIN", value_parser = |t: &str| wsp_server::CorsOrigin::parse(t).map_err(|e| e.to_string()))]
+    cors_origins: Vec<wsp_server::CorsOrigin>,
     /// Log lines on standard error: `text` for people, `json` (one object per line, the
     /// request id in every line of a request) for log collectors. The level is `WSP_LOG`.
     #[arg(long, env = "WSP_LOG_FORMAT", value_enum, default_value_t = crate::lifecycle::LogFormat::Text)]
@@ -233,7 +237,8 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         .with_run_ttl(std::time::Duration::from_secs(args.run_ttl))
         .with_ended_run_retention(std::time::Duration::from_secs(args.run_retention))
         .with_max_open_runs(args.max_open_runs)
-        .with_max_pinned_bytes(args.max_pinned_bytes);
+        .with_max_pinned_bytes(args.max_pinned_bytes)
+        .with_cors_origins(args.cors_origins.clone());
     let secrets = Arc::new(file_config.secrets()?);
     // [agents]: the inventory, agent principals and publishing; approvals made with
     // `wsp agents approve` count at once.

@@ -26,6 +26,7 @@
 mod agents;
 mod auth;
 pub mod config_file;
+mod cors;
 mod discovery;
 mod encode;
 mod error;
@@ -59,6 +60,7 @@ use crate::fails::{Documented, Failure, HandlerFailures};
 
 // The agent registry lives in `wsp-agents` (no HTTP); re-exported so hosts keep one import path.
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
+pub use cors::{CorsOrigin, CorsOriginError};
 pub use error::WireError;
 pub use feed_hub::DEFAULT_MAX_STREAMS_PER_KEY;
 pub use metrics::{Metrics, PoolGauges};
@@ -90,6 +92,10 @@ pub struct ServerConfig {
     /// they keep more, `POST /v1/runs` is answered 429 with `details.limit = maxPinnedBytes`
     /// (writes still succeed).
     pub max_pinned_bytes: u64,
+    /// Origins (`https://app.example`, exactly as a browser sends `Origin`) whose web pages may
+    /// call the API from another site (CORS). Empty, the default: no CORS header is sent and a
+    /// browser keeps other sites' pages from reading any answer.
+    pub cors_origins: Vec<CorsOrigin>,
 }
 
 impl ServerConfig {
@@ -128,6 +134,12 @@ impl ServerConfig {
         self.max_pinned_bytes = max_pinned_bytes;
         self
     }
+
+    /// This configuration with [`ServerConfig::cors_origins`] set.
+    pub fn with_cors_origins(mut self, cors_origins: Vec<CorsOrigin>) -> Self {
+        self.cors_origins = cors_origins;
+        self
+    }
 }
 
 impl Default for ServerConfig {
@@ -141,6 +153,7 @@ impl Default for ServerConfig {
             ended_run_retention: std::time::Duration::from_secs(7 * 24 * 3600),
             max_open_runs: 64,
             max_pinned_bytes: 256 * 1024 * 1024,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -469,6 +482,7 @@ pub fn router(state: AppState) -> Router {
         app = app.route(&path, handlers);
     }
     let every_secret = state.inner.secrets.every_secret();
+    let cors = cors::layer(&state.inner.config.cors_origins);
     app.fallback(files::no_route)
         .method_not_allowed_fallback(files::method_not_allowed)
         // Inside the routing, so each request is counted under its route template.
@@ -483,6 +497,8 @@ pub fn router(state: AppState) -> Router {
                 .make_span_with(move |req: &Request<_>| make_span(req, every_secret.as_deref()))
                 .on_response(access_log),
         )
+        // Before routing and authentication: a preflight carries no credential.
+        .layer(tower::util::option_layer(cors))
         // Outermost: the span above and every response, even a panic's, see the same id.
         .layer(axum::middleware::from_fn(request_id))
 }

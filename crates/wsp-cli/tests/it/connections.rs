@@ -249,6 +249,11 @@ fn bad_connection_flags_are_refused_with_a_message() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     };
     check(&["serve", "--header-timeout", "0"], "--header-timeout");
+    check(
+        &["serve", "--cors-origin", "https://app.example/"],
+        "is not a web origin",
+    );
+    check(&["serve", "--cors-origin", "*"], "--cors-origin");
     check(&["serve", "--max-connections", "0"], "--max-connections");
     check(
         &[

@@ -1112,3 +1112,91 @@ fn the_documented_path_patterns_are_the_parsers() {
     }
     assert!(samples.len() > 3900);
 }
+
+/// CORS is off by default (no `Access-Control-*` header, preflight is not answered as one);
+/// with allowed origins, a preflight from one of them is answered with the methods and headers
+/// the API uses, a real request carries `Access-Control-Allow-Origin` and exposes `ETag`, and
+/// any other origin gets no CORS header.
+#[tokio::test]
+async fn cors_is_off_by_default_and_answers_only_allowed_origins() {
+    let c = reqwest::Client::new();
+    let preflight = |s: &support::TestServer, origin: &str| {
+        c.request(
+            reqwest::Method::OPTIONS,
+            s.url("/v1/host/workspace/files/a.md"),
+        )
+        .header("origin", origin)
+        .header("access-control-request-method", "PUT")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type, if-match, idempotency-key",
+        )
+        .send()
+    };
+    let plain = start().await;
+    let resp = preflight(&plain, "https://app.example").await.unwrap();
+    assert!(resp.headers().get("access-control-allow-origin").is_none());
+    assert_eq!(
+        resp.status(),
+        405,
+        "no CORS: OPTIONS is not a method of the API"
+    );
+
+    let allowed = "https://app.example";
+    let s = support::start_with(support::Options {
+        config: wsp_server::ServerConfig::default().with_cors_origins(vec![
+            allowed.parse().unwrap(),
+            "http://localhost:5173".parse().unwrap(),
+        ]),
+        ..support::Options::default()
+    })
+    .await;
+    let resp = preflight(&s, allowed).await.unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    let h = resp.headers();
+    assert_eq!(h["access-control-allow-origin"], allowed);
+    let methods = h["access-control-allow-methods"]
+        .to_str()
+        .unwrap()
+        .to_ascii_uppercase();
+    for m in ["GET", "PUT", "POST", "DELETE"] {
+        assert!(methods.contains(m), "{methods}");
+    }
+    let headers = h["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    for name in [
+        "authorization",
+        "content-type",
+        "if-match",
+        "idempotency-key",
+    ] {
+        assert!(headers.contains(name), "{headers}");
+    }
+    s.a()
+        .put(&p("a.md"), "x", PutOptions::default())
+        .await
+        .unwrap();
+    let got = c
+        .get(s.url("/v1/host/workspace/files/a.md"))
+        .bearer_auth(&s.key_a)
+        .header("origin", allowed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.headers()["access-control-allow-origin"], allowed);
+    let exposed = got.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(exposed.contains("etag"), "{exposed}");
+    for other in ["https://evil.example", "https://app.example.evil", "null"] {
+        let resp = preflight(&s, other).await.unwrap();
+        assert!(
+            resp.headers().get("access-control-allow-origin").is_none(),
+            "{other}"
+        );
+    }
+}

@@ -106,9 +106,18 @@ fn collect(
     into: &mut Vec<(String, u64, String)>,
     n: usize,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(60);
     let goal = into.len() + n;
-    while into.len() < goal {
+    collect_until(acks, into, |acked| acked.len() >= goal);
+}
+
+/// Collects acknowledgements until `done` holds of all collected so far (at most 60 s).
+fn collect_until(
+    acks: &mpsc::Receiver<(String, u64, String)>,
+    into: &mut Vec<(String, u64, String)>,
+    done: impl Fn(&[(String, u64, String)]) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done(into) {
         let left = deadline.saturating_duration_since(Instant::now());
         match acks.recv_timeout(left) {
             Ok(ack) => into.push(ack),
@@ -138,7 +147,14 @@ async fn a_replica_killed_mid_load_loses_nothing_it_acknowledged() {
     let mut doomed = spawn_replica(&url, &schema.name, "doomed", tx.clone());
     let mut survivor = spawn_replica(&url, &schema.name, "survivor", tx);
     let mut acked = Vec::new();
-    collect(&acks, &mut acked, 60);
+    // Killed mid-load: once both replicas are writing (a replica starts writing only after its
+    // store connected, which may take the other one 60 writes or more under load).
+    let by = |acked: &[(String, u64, String)], who: &str| {
+        acked.iter().filter(|(_, _, c)| c.starts_with(who)).count()
+    };
+    collect_until(&acks, &mut acked, |acked| {
+        by(acked, "doomed-") >= 20 && by(acked, "survivor-") >= 20
+    });
     doomed.kill().expect("SIGKILL");
     doomed.wait().unwrap();
     // The survivor and this process go on writing the same paths: no lock was left behind.

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::Result;
 use crate::host;
-use crate::interop::{python_venv, run_checked};
+use crate::interop::{STAMP, npm_ci, pins, python_venv, stamped};
 use crate::project::project_root;
 
 /// The document checked, relative to the project root.
@@ -36,11 +36,6 @@ const PINS: &str = "xtask/api-tools";
 const MAX_EXAMPLES: &str = "25";
 /// The seed of every Schemathesis run, so that two runs send the same requests.
 const SEED: &str = "20260101";
-/// Every scope a key can hold, `metrics:read` included.
-const ALL_SCOPES: &str =
-    "workspace:read,workspace:write,agents:read,runs:create,runs:read,metrics:read";
-/// A marker written into an install directory once its pins are installed.
-const STAMP: &str = ".wsp-pins";
 
 const USAGE: &str = "usage: cargo xtask api-check [--report]
 
@@ -129,51 +124,16 @@ fn tools_dir() -> PathBuf {
         .join("api-tools")
 }
 
-/// The pinned files' contents, one after the other: what a stamp records.
-fn pins(files: &[&str]) -> Result<String> {
-    let mut all = String::new();
-    for file in files {
-        let path = project_root().join(PINS).join(file);
-        all.push_str(
-            &std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-        );
-    }
-    Ok(all)
-}
-
-/// Whether `dir` holds a stamp equal to `pins`.
-fn stamped(dir: &Path, pins: &str) -> bool {
-    std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == pins)
-}
-
-/// `npm ci` of the pinned linters into `tools/node_modules` unless the same pins are there;
+/// `npm ci` of the pinned linters into `tools/node_modules` (unless the same pins are there);
 /// returns `node_modules/.bin`.
 fn node_tools(tools: &Path) -> Result<PathBuf> {
-    const FILES: [&str; 2] = ["package.json", "package-lock.json"];
-    let pins = pins(&FILES)?;
-    let modules = tools.join("node_modules");
-    if stamped(&modules, &pins) {
-        println!("npm tools: pins unchanged, installed");
-    } else {
-        for file in FILES {
-            std::fs::copy(project_root().join(PINS).join(file), tools.join(file))?;
-        }
-        run_checked(
-            Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
-                .current_dir(tools),
-            "npm ci (needs Node.js and npm)",
-        )?;
-        std::fs::write(modules.join(STAMP), &pins)?;
-    }
-    Ok(modules.join(".bin"))
+    npm_ci(&project_root().join(PINS), tools)
 }
 
 /// The pinned Python tools in `tools/venv` (installed unless the same pins are there);
 /// returns the `st` program.
 fn python_tools(tools: &Path) -> Result<PathBuf> {
-    let pins = pins(&["requirements.txt"])?;
+    let pins = pins(&project_root().join(PINS), &["requirements.txt"])?;
     let venv = tools.join("venv");
     if stamped(&venv, &pins) {
         println!("pip tools: pins unchanged, installed");
@@ -315,7 +275,7 @@ fn spectral(bin: &Path) -> Result<Verdict> {
 /// Step 3: Schemathesis against a live `wsp serve` on SQLite.
 fn schemathesis(st: &Path, tools: &Path) -> Result<Verdict> {
     let host = host::start("sqlite", &[])?;
-    let key = host.create_key("default", ALL_SCOPES)?;
+    let key = host.create_key("default", host::ALL_SCOPES)?;
     let reports = tools.join("reports");
     // Schemathesis reads `schemathesis.toml` and writes `.hypothesis/` in its working
     // directory: the reports directory, so that nothing in the project steers or receives them.

@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 use crate::Result;
 use crate::project::{cargo, project_root};
 
+/// Every scope a key can hold, `metrics:read` included.
+pub(crate) const ALL_SCOPES: &str =
+    "workspace:read,workspace:write,agents:read,runs:create,runs:read,metrics:read";
+
 /// A secret configured for owner A's tenant, so WSR-1 can be observed.
 pub(crate) const SECRET_ID: &str = "conformance-secret";
 /// Its value.
@@ -80,6 +84,16 @@ impl Drop for Host {
 }
 
 impl Host {
+    /// The value that follows `flag` in [`Host::agent_args`] (e.g. `--key-private-agent`).
+    pub(crate) fn agent_arg(&self, flag: &str) -> Result<&str> {
+        self.agent_args
+            .iter()
+            .position(|a| a == flag)
+            .and_then(|i| self.agent_args.get(i + 1))
+            .map(String::as_str)
+            .ok_or_else(|| format!("the host has no {flag}").into())
+    }
+
     /// One more key of `tenant` (workspace `default`) with these comma-separated `scopes`,
     /// created on the running host (a key works as soon as it is created).
     pub(crate) fn create_key(&self, tenant: &str, scopes: &str) -> Result<String> {

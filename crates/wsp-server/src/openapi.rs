@@ -78,7 +78,62 @@ pub fn document() -> Value {
     doc["servers"] =
         serde_json::json!([{"url": "/", "description": "The host serving this document."}]);
     declare_enforced(&mut doc);
+    drop_request_defaults(&mut doc);
     doc
+}
+
+/// Removes `default` from the properties of the schemas that only request bodies use: a
+/// client may leave such a property out and the server applies the default, which the
+/// property's description states. Generators read `default` as "always present" (openapi-
+/// typescript types the property as required), which would make every client send it.
+fn drop_request_defaults(doc: &mut Value) {
+    let schema_refs = |place: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        for operation in doc["paths"]
+            .as_object()
+            .into_iter()
+            .flat_map(|paths| paths.values())
+            .filter_map(Value::as_object)
+            .flat_map(|item| item.values())
+        {
+            let content = match place {
+                "request" => &operation["requestBody"]["content"],
+                _ => &operation["responses"],
+            };
+            collect_refs(content, &mut out);
+        }
+        out
+    };
+    let responses = schema_refs("response");
+    let request_only: Vec<String> = schema_refs("request")
+        .into_iter()
+        .filter(|r| !responses.contains(r))
+        .collect();
+    for reference in request_only {
+        let Some(name) = reference.strip_prefix("#/components/schemas/") else {
+            continue;
+        };
+        let properties = doc["components"]["schemas"][name]["properties"].as_object_mut();
+        for property in properties.into_iter().flat_map(|p| p.values_mut()) {
+            if let Some(property) = property.as_object_mut() {
+                property.remove("default");
+            }
+        }
+    }
+}
+
+/// Every `$ref` in `value`, depth first.
+fn collect_refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.push(r.clone());
+            }
+            map.values().for_each(|v| collect_refs(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
 }
 
 /// A workspace path as the server accepts it: `^[A-Za-z0-9][A-Za-z0-9._/-]{0,255}$` with no
@@ -221,17 +276,23 @@ pub(crate) async fn openapi_json() -> crate::extract::Reply {
 mod tests {
     use super::*;
 
-    fn refs(v: &Value, out: &mut Vec<String>) {
-        match v {
-            Value::Object(m) => {
-                if let Some(Value::String(r)) = m.get("$ref") {
-                    out.push(r.clone());
-                }
-                m.values().for_each(|x| refs(x, out));
-            }
-            Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
-            _ => {}
-        }
+    #[test]
+    fn request_only_schemas_leave_their_defaults_to_the_description() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        let create = &schemas["WorkspaceFileCreate"]["properties"]["contentType"];
+        assert_eq!(create.get("default"), None, "{create}");
+        assert!(
+            create["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("text/markdown")),
+            "the description states the default: {create}"
+        );
+        // A schema that answers keep its default: wsp always sends the field.
+        assert_eq!(
+            schemas["WorkspaceFile"]["properties"]["contentType"]["default"],
+            "text/markdown"
+        );
     }
 
     #[test]
@@ -242,7 +303,7 @@ mod tests {
             Some(true)
         );
         let mut all = Vec::new();
-        refs(&doc, &mut all);
+        collect_refs(&doc, &mut all);
         assert!(all.len() > 10, "the operations reference the schemas");
         for r in all {
             let name = r

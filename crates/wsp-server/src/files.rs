@@ -180,7 +180,7 @@ impl Documented for PutFileOp {
     params(
         ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
         ("If-Match" = Option<String>, Header, description = "Write only if the live etag is one of these, or `*` for any live version."),
-        ("If-None-Match" = Option<String>, Header, description = "`*`: write only if the path has no live file."),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: write only if the path has no live file. Sent with `If-Match`, both are evaluated (RFC 9110 section 13.2.2), which no state satisfies: 409."),
         ("Idempotency-Key" = Option<String>, Header, description = "Replays the first outcome of the same request."),
     ),
     request_body(content = ref("#/components/schemas/WorkspaceFileCreate"), content_type = "application/json"),
@@ -282,7 +282,10 @@ pub(crate) async fn delete(
 
 /// What a delete may be conditional on: `If-Match`, never `If-None-Match` (400).
 fn delete_precondition(precondition: Precondition) -> Result<Precondition, WireError> {
-    if precondition == Precondition::IfNoneMatchAny {
+    if matches!(
+        precondition,
+        Precondition::IfNoneMatchAny | Precondition::Unsatisfiable
+    ) {
         return Err(WireError::validation(
             "If-None-Match makes no sense on DELETE",
         ));

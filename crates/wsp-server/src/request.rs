@@ -100,7 +100,8 @@ pub fn prefix_param(params: &[(String, String)]) -> Result<WorkspacePrefix, Wire
 /// The write precondition from `If-Match` / `If-None-Match`.
 ///
 /// `If-Match: *` matches any live version, a list matches any listed etag (exact string
-/// compare); `If-None-Match` supports `*` only (create-only). Both at once is refused.
+/// compare); `If-None-Match` supports `*` only (create-only). Both at once are both evaluated
+/// (RFC 9110 §13.2.2), which no state satisfies: [`Precondition::Unsatisfiable`].
 pub fn precondition(headers: &HeaderMap) -> Result<Precondition, WireError> {
     let text = |name: axum::http::HeaderName| -> Result<Option<String>, WireError> {
         let mut values = headers.get_all(&name).iter().peekable();
@@ -116,19 +117,10 @@ pub fn precondition(headers: &HeaderMap) -> Result<Precondition, WireError> {
         }
         Ok(Some(joined.join(",")))
     };
-    let if_match = text(IF_MATCH)?;
-    let if_none_match = text(IF_NONE_MATCH)?;
-    match (if_match, if_none_match) {
-        (Some(_), Some(_)) => Err(WireError::validation(
-            "send either If-Match or If-None-Match, not both",
-        )),
-        (None, None) => Ok(Precondition::None),
-        (None, Some(v)) if v == "*" => Ok(Precondition::IfNoneMatchAny),
-        (None, Some(_)) => Err(WireError::validation(
-            "If-None-Match supports only `*` (create only) on writes",
-        )),
-        (Some(v), None) if v == "*" => Ok(Precondition::IfMatchAny),
-        (Some(v), None) => {
+    let if_match = match text(IF_MATCH)? {
+        None => None,
+        Some(v) if v == "*" => Some(Precondition::IfMatchAny),
+        Some(v) => {
             let tags: Vec<ETag> = v
                 .split(',')
                 .map(str::trim)
@@ -138,8 +130,16 @@ pub fn precondition(headers: &HeaderMap) -> Result<Precondition, WireError> {
             if tags.is_empty() {
                 return Err(WireError::validation("If-Match is empty"));
             }
-            Ok(Precondition::IfMatch(tags))
+            Some(Precondition::IfMatch(tags))
         }
+    };
+    match (if_match, text(IF_NONE_MATCH)?) {
+        (_, Some(v)) if v != "*" => Err(WireError::validation(
+            "If-None-Match supports only `*` (create only) on writes",
+        )),
+        (Some(_), Some(_)) => Ok(Precondition::Unsatisfiable),
+        (None, Some(_)) => Ok(Precondition::IfNoneMatchAny),
+        (if_match, None) => Ok(if_match.unwrap_or_default()),
     }
 }
 
@@ -226,7 +226,11 @@ mod tests {
             h(&[("if-match", "\"a\", \"b\"")]).unwrap(),
             Precondition::IfMatch(vec![ETag::from_wire("\"a\""), ETag::from_wire("\"b\"")])
         );
-        assert!(h(&[("if-match", "\"a\""), ("if-none-match", "*")]).is_err());
+        assert_eq!(
+            h(&[("if-match", "\"a\""), ("if-none-match", "*")]).unwrap(),
+            Precondition::Unsatisfiable
+        );
+        assert!(h(&[("if-match", ""), ("if-none-match", "*")]).is_err());
         assert!(h(&[("if-none-match", "\"a\"")]).is_err());
         assert!(h(&[("if-match", " , ")]).is_err());
     }

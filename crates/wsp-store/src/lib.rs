@@ -100,6 +100,10 @@ pub enum Precondition {
     IfMatchAny,
     /// `If-None-Match: *`: no live version exists (create only).
     IfNoneMatchAny,
+    /// `If-Match` together with `If-None-Match: *`, both evaluated (RFC 9110 §13.2.2): a live
+    /// version must match while none may exist, which no state admits, so the write is always
+    /// a [`StoreError::Conflict`] and stores nothing.
+    Unsatisfiable,
 }
 
 impl Precondition {
@@ -111,6 +115,7 @@ impl Precondition {
             (Self::IfMatch(_), None) => false,
             (Self::IfMatchAny, live) => live.is_some(),
             (Self::IfNoneMatchAny, live) => live.is_none(),
+            (Self::Unsatisfiable, _) => false,
         }
     }
 }
@@ -616,6 +621,8 @@ mod tests {
             (Precondition::IfMatch(vec![a.clone()]), None, false),
             (Precondition::IfMatchAny, Some(&a), true),
             (Precondition::IfMatchAny, None, false),
+            (Precondition::Unsatisfiable, Some(&a), false),
+            (Precondition::Unsatisfiable, None, false),
             (Precondition::IfNoneMatchAny, None, true),
             (Precondition::IfNoneMatchAny, Some(&a), false),
         ];

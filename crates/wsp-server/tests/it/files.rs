@@ -574,6 +574,48 @@ async fn preconditions_and_conflicts() {
     envelope(stale_delete, 409, "workspace_conflict").await;
 }
 
+/// `If-Match` with `If-None-Match: *` (RFC 9110 §13.2.2 evaluates both): a live version must
+/// match and none may exist, which no state satisfies. The write is a conflict with the live
+/// version, whether the file exists (with the matching tag) or not, and nothing is written.
+#[tokio::test]
+async fn if_match_with_if_none_match_is_a_conflict_that_writes_nothing() {
+    let s = start().await;
+    let live = put_req(&s, &s.key_a, "both.md", json!({"content":"kept"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(live.status(), 200);
+    let etag = live.headers()["etag"].to_str().unwrap().to_owned();
+    for (path, current) in [("both.md", 1), ("absent.md", 0)] {
+        let both = put_req(&s, &s.key_a, path, json!({"content":"lost"}))
+            .header("if-match", etag.as_str())
+            .header("if-none-match", "*")
+            .send()
+            .await
+            .unwrap();
+        let body = envelope(both, 409, "workspace_conflict").await;
+        assert_eq!(body["details"]["currentVersion"], current, "{path}");
+    }
+    let read = reqwest::Client::new()
+        .get(s.url("/v1/host/workspace/files/both.md"))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    let read: serde_json::Value = read.json().await.unwrap();
+    assert_eq!(
+        (read["content"].as_str(), read["version"].as_u64()),
+        (Some("kept"), Some(1))
+    );
+    let absent = reqwest::Client::new()
+        .get(s.url("/v1/host/workspace/files/absent.md"))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(absent.status(), 404);
+}
+
 #[tokio::test]
 async fn delete_then_recreate_starts_a_new_life() {
     let s = start().await;

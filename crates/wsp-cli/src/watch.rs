@@ -7,6 +7,7 @@
 //! A failure that a retry cannot mend (a refused key, a position the feed no longer keeps, a
 //! host that could not be reached at all at the start) ends the command.
 
+use std::io::{ErrorKind, Write as _};
 use std::time::Duration;
 
 use wsp_client::{Client, Error, EventStream, FeedItem};
@@ -65,7 +66,10 @@ pub async fn follow(client: &Client, since: Option<u64>, json: bool) -> Result<(
     // The first connection fails at once: a wrong URL or key is not worth retrying.
     let mut stream = client.events(position).await.map_err(Failure::remote)?;
     loop {
-        let lost = print_until_lost(&mut stream, &mut position, json).await?;
+        let lost = match print_until_lost(&mut stream, &mut position, json).await? {
+            Stopped::Lost(lost) => lost,
+            Stopped::ReaderGone => return Ok(()),
+        };
         eprintln!(
             "change feed lost ({lost}); reconnecting {}",
             resume_point(position)
@@ -78,25 +82,47 @@ pub async fn follow(client: &Client, since: Option<u64>, json: bool) -> Result<(
     }
 }
 
-/// Prints events as they come; returns why the stream ended when reconnecting may help, and
-/// fails when it cannot.
+/// Why printing stopped without failing.
+enum Stopped {
+    /// The stream ended in a way reconnecting may mend.
+    Lost(Failure),
+    /// Standard output's reader is gone (`| head`): the watch is over, as a filter's is.
+    ReaderGone,
+}
+
+/// Writes `line` and a newline to standard output at once; `false` when nothing reads it any
+/// more (a closed pipe).
+fn emit(line: &str) -> Result<bool, Failure> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(crate::CliError(format!("cannot write to standard output: {e}")).into()),
+    }
+}
+
+/// Prints events as they come; returns why printing stopped when reconnecting may help or
+/// nobody reads, and fails when reconnecting cannot help.
 async fn print_until_lost(
     stream: &mut EventStream,
     position: &mut Option<u64>,
     json: bool,
-) -> Result<Failure, Failure> {
+) -> Result<Stopped, Failure> {
     loop {
         match stream.next().await {
             Some(Ok(FeedItem::Updated(e))) => {
-                if json {
-                    println!("{}", serde_json::to_string(&e)?);
+                let line = if json {
+                    serde_json::to_string(&e)?
                 } else {
-                    println!(
+                    format!(
                         "{}\t{}\tv{}",
                         e.sequence,
                         e.payload.path.as_str(),
                         e.payload.version
-                    );
+                    )
+                };
+                if !emit(&line)? {
+                    return Ok(Stopped::ReaderGone);
                 }
                 *position = Some(e.sequence.get());
             }
@@ -107,13 +133,21 @@ async fn print_until_lost(
                 }
                 let retry = api.code() == Some(ErrorCode::ServiceUnavailable);
                 let failure = Failure::remote(Error::Api(api));
-                return if retry { Ok(failure) } else { Err(failure) };
+                return if retry {
+                    Ok(Stopped::Lost(failure))
+                } else {
+                    Err(failure)
+                };
             }
             // A kind of item this build does not know: not a change to print.
             Some(Ok(_)) => {}
-            Some(Err(e)) if worth_retrying(&e) => return Ok(Failure::remote(e)),
+            Some(Err(e)) if worth_retrying(&e) => return Ok(Stopped::Lost(Failure::remote(e))),
             Some(Err(e)) => return Err(Failure::remote(e)),
-            None => return Ok(crate::CliError("the host closed the stream".into()).into()),
+            None => {
+                return Ok(Stopped::Lost(
+                    crate::CliError("the host closed the stream".into()).into(),
+                ));
+            }
         }
     }
 }

@@ -200,3 +200,49 @@ fn watch_stops_when_it_cannot_start_or_must_not_go_on() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("unauthenticated"), "{lines:?}");
 }
+
+/// `wsp files watch | head -n 1`: once its reader is gone, the next change ends the watcher
+/// quietly with status 0, as a Unix filter ends; it does not panic on the closed pipe.
+#[test]
+fn watch_ends_quietly_when_its_reader_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_at("127.0.0.1:0", dir.path());
+    let key = server.key().to_owned();
+    let env = [
+        ("WSP_URL", server.url.as_str()),
+        ("WSP_API_KEY", key.as_str()),
+    ];
+    let put = |path: &str| {
+        let out = wsp(&["files", "put", path], &env, Some("text"));
+        assert!(out.status.success());
+    };
+    put("a.md");
+    let mut child = Command::new(WSP)
+        .args(["files", "watch", "--since", "0"])
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "1\ta.md\tv1\n");
+    // The reader is dropped: the pipe is closed. The next changes are printed into it.
+    let err = lines_of(child.stderr.take().unwrap());
+    let mut watcher = Watcher(child);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = watcher.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "still running");
+        put("b.md");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stderr: Vec<String> = err.iter().collect();
+    assert_eq!(status.code(), Some(0), "{stderr:?}");
+    assert!(stderr.is_empty(), "{stderr:?}");
+}

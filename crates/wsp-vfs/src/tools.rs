@@ -33,6 +33,13 @@ pub enum ToolName {
     Grep,
 }
 
+/// What `write_file` does, the first sentence of each of its descriptions.
+macro_rules! write_file_text {
+    () => {
+        "Create a file or replace its whole content; missing parent directories are created."
+    };
+}
+
 impl ToolName {
     /// Every file tool, in catalogue order.
     pub const ALL: [ToolName; 7] = [
@@ -76,6 +83,24 @@ impl ToolName {
         }
     }
 
+    /// The tool's definition as a table whose Workspaces have `scopes` offers it: the
+    /// [`definition`](Self::definition), except that where no Workspace is readable,
+    /// `write_file` neither takes nor mentions `if_match`, whose etag only `read_file` gives.
+    pub fn definition_for(self, scopes: &[AccessScope]) -> ToolDefinition {
+        let mut def = self.definition();
+        if self == Self::WriteFile && !Self::ReadFile.offered_for(scopes) {
+            if let Some(properties) = def.input_schema["properties"].as_object_mut() {
+                properties.remove("if_match");
+            }
+            def.description = concat!(
+                write_file_text!(),
+                " With `create_only: true` it is refused if the file exists."
+            )
+            .to_owned();
+        }
+        def
+    }
+
     /// The tool's definition: description, input schema and annotations.
     pub fn definition(self) -> ToolDefinition {
         let (title, description, schema, annotations) = match self {
@@ -98,10 +123,12 @@ impl ToolName {
             ),
             Self::WriteFile => (
                 "Write a file",
-                "Create a file or replace its whole content; missing parent directories are \
-                 created. With `if_match` (an etag from read_file) the write is refused if the \
-                 file changed since; with `create_only: true` it is refused if the file exists. \
-                 To change part of a file, prefer edit_file.",
+                concat!(
+                    write_file_text!(),
+                    " With `if_match` (an etag from read_file) the write is refused if the file \
+                     changed since; with `create_only: true` it is refused if the file exists. \
+                     To change part of a file, prefer edit_file."
+                ),
                 input_schema::<WriteFileArgs>(),
                 ToolAnnotations {
                     read_only_hint: false,
@@ -185,7 +212,7 @@ pub fn catalogue(scopes: &[AccessScope]) -> Vec<ToolDefinition> {
     ToolName::ALL
         .into_iter()
         .filter(|t| t.offered_for(scopes))
-        .map(ToolName::definition)
+        .map(|t| t.definition_for(scopes))
         .collect()
 }
 
@@ -790,6 +817,51 @@ mod tests {
                 );
             }
             assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+        }
+    }
+
+    /// `if_match` takes an etag from `read_file`: a table with no readable Workspace offers no
+    /// `read_file`, so its `write_file` neither takes nor mentions `if_match`; a table with one
+    /// keeps it (the write-only Workspaces among them refuse it per call).
+    #[test]
+    fn a_write_only_table_is_not_offered_if_match() {
+        let write_file = |scopes: &[AccessScope]| {
+            catalogue(scopes)
+                .into_iter()
+                .find(|t| t.name == "write_file")
+                .unwrap()
+        };
+        let alone = write_file(&[AccessScope::WriteOnly]);
+        assert!(
+            alone.input_schema["properties"].get("if_match").is_none(),
+            "{}",
+            alone.input_schema
+        );
+        assert!(
+            !alone.description.contains("if_match"),
+            "{}",
+            alone.description
+        );
+        assert!(
+            !alone.description.contains("read_file"),
+            "{}",
+            alone.description
+        );
+        assert!(
+            alone.description.contains("create_only"),
+            "{}",
+            alone.description
+        );
+        for scopes in [
+            &[AccessScope::ReadWrite][..],
+            &[AccessScope::WriteOnly, AccessScope::ReadOnly],
+        ] {
+            let def = write_file(scopes);
+            assert!(
+                def.input_schema["properties"].get("if_match").is_some(),
+                "{scopes:?}"
+            );
+            assert_eq!(def, ToolName::WriteFile.definition());
         }
     }
 

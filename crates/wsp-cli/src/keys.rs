@@ -70,6 +70,10 @@ pub struct CreateArgs {
 pub struct ListArgs {
     #[command(flatten)]
     location: StoreLocation,
+    /// The server's configuration file: its [agents] section says where each agent key works
+    /// (`agent-<AGENT>` for a shared agent, `user-<USER>` otherwise).
+    #[arg(long, env = "WSP_CONFIG")]
+    config: Option<PathBuf>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -133,18 +137,16 @@ fn key_owner(a: &CreateArgs) -> Result<(Owner, Option<String>), CliError> {
 /// Refuses an agent that the `[agents]` section of `config` does not declare, naming those it
 /// does.
 async fn check_declared(agent: &str, config: &Path) -> Result<(), CliError> {
-    let file = crate::config::FileConfig::load(config)?;
-    let Some(registry) = file.agents() else {
+    let Some(declared) = declared_agents(config).await? else {
         return Err(CliError(format!(
             "{} has no [agents] section, so no agent to make a key for",
             config.display()
         )));
     };
-    let declared = registry.agents().await?;
-    if declared.iter().any(|a| a.id == agent) {
+    if declared.iter().any(|(id, _)| id == agent) {
         return Ok(());
     }
-    let names: Vec<&str> = declared.iter().map(|a| a.id.as_str()).collect();
+    let names: Vec<&str> = declared.iter().map(|(id, _)| id.as_str()).collect();
     Err(CliError(format!(
         "agent {agent:?} is not declared in the [agents] section of {} (declared: {})",
         config.display(),
@@ -154,6 +156,47 @@ async fn check_declared(agent: &str, config: &Path) -> Result<(), CliError> {
             names.join(", ")
         }
     )))
+}
+
+/// The agents the `[agents]` section of `config` declares, and whether each is shared; `None`
+/// without the section.
+async fn declared_agents(config: &Path) -> Result<Option<Vec<(String, bool)>>, CliError> {
+    let file = crate::config::FileConfig::load(config)?;
+    let Some(registry) = file.agents() else {
+        return Ok(None);
+    };
+    let agents = registry.agents().await?;
+    Ok(Some(agents.into_iter().map(|a| (a.id, a.shared)).collect()))
+}
+
+/// Where a key works, as far as `wsp keys list` can tell.
+enum Resolved {
+    /// Known: the key's own workspace, or its agent's as the configuration declares it.
+    Known(String),
+    /// An agent key whose agent the configuration does not declare (the server refuses it).
+    Undeclared(String),
+    /// An agent key listed without the configuration: its workspace, or `shared` if its agent
+    /// is shared.
+    Unknown {
+        /// The shared agent's workspace, `agent-<id>`.
+        shared: String,
+    },
+}
+
+/// Where `record` works, the way the server resolves it on each request (`declared`: the
+/// configuration's agents and whether each is shared, when a configuration was given).
+fn resolved_workspace(record: &KeyRecord, declared: Option<&Vec<(String, bool)>>) -> Resolved {
+    let Some(agent) = &record.agent else {
+        return Resolved::Known(record.owner.workspace.to_string());
+    };
+    let shared =
+        shared_workspace(agent).map_or_else(|_| format!("agent-{agent}"), |w| w.to_string());
+    match declared.map(|d| d.iter().find(|(id, _)| id == agent)) {
+        None => Resolved::Unknown { shared },
+        Some(None) => Resolved::Undeclared(agent.clone()),
+        Some(Some((_, true))) => Resolved::Known(shared),
+        Some(Some((_, false))) => Resolved::Known(record.owner.workspace.to_string()),
+    }
 }
 
 /// Runs a `wsp keys` subcommand.
@@ -201,13 +244,22 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
         }
         KeysCommand::List(a) => {
             let records = open_keys(&a.location, false).await?.list().await?;
+            let declared = match &a.config {
+                Some(config) => Some(declared_agents(config).await?.unwrap_or_default()),
+                None => None,
+            };
             if a.json {
                 let rows: Vec<_> = records
                     .iter()
                     .map(|r| {
+                        let resolved = match resolved_workspace(r, declared.as_ref()) {
+                            Resolved::Known(w) => Some(w),
+                            Resolved::Undeclared(_) | Resolved::Unknown { .. } => None,
+                        };
                         serde_json::json!({
                             "id": r.id, "tenant": r.owner.tenant.as_str(),
-                            "workspace": r.owner.workspace.as_str(), "principal": r.principal,
+                            "workspace": r.owner.workspace.as_str(),
+                            "resolvedWorkspace": resolved, "principal": r.principal,
                             "scopes": r.scopes.to_string(), "agent": r.agent,
                             "createdAt": r.created_at.to_rfc3339(),
                             "revokedAt": r.revoked_at.map(|t| t.to_rfc3339()),
@@ -216,16 +268,30 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
-                println!("ID\tTENANT\tWORKSPACE\tPRINCIPAL\tSCOPES\tSTATUS");
-                for r in records {
+                println!("ID\tTENANT\tWORKSPACE\tAGENT\tPRINCIPAL\tSCOPES\tSTATUS");
+                for r in &records {
                     let status = if r.revoked_at.is_some() {
                         "revoked"
                     } else {
                         "active"
                     };
+                    let workspace = match resolved_workspace(r, declared.as_ref()) {
+                        Resolved::Known(w) => w,
+                        Resolved::Undeclared(agent) => {
+                            format!("{} ({agent} is not declared)", r.owner.workspace)
+                        }
+                        Resolved::Unknown { shared } => format!(
+                            "{} or {shared} if shared (give --config)",
+                            r.owner.workspace
+                        ),
+                    };
                     println!(
-                        "{}\t{}\t{}\t{}\t{}\t{status}",
-                        r.id, r.owner.tenant, r.owner.workspace, r.principal, r.scopes
+                        "{}\t{}\t{workspace}\t{}\t{}\t{}\t{status}",
+                        r.id,
+                        r.owner.tenant,
+                        r.agent.as_deref().unwrap_or("-"),
+                        r.principal,
+                        r.scopes
                     );
                 }
             }

@@ -311,6 +311,51 @@ fn agent_keys_publish_one_way_into_shared_workspaces() {
     assert_eq!(agents, ["acme.main", "acme.cook", "acme.ghost"]);
     assert_eq!(listed[0]["workspace"], "user-u1");
     assert_eq!(listed[0]["principal"], "acme.main");
+    // Where each agent key works is the server's to resolve from its [agents] section: with
+    // the same configuration file, the list shows it (a shared agent works in agent-<id>).
+    let resolved = json(&ok(&[
+        "keys", "list", "--data", &data, "--config", &config, "--json",
+    ]));
+    let workspaces: Vec<&serde_json::Value> = resolved
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["resolvedWorkspace"])
+        .collect();
+    assert_eq!(
+        workspaces,
+        [
+            &serde_json::json!("user-u1"),
+            &serde_json::json!("agent-acme.cook"),
+            &serde_json::Value::Null
+        ],
+        "{resolved}"
+    );
+    assert_eq!(
+        resolved[1]["workspace"], "user-u1",
+        "the stored owner stays"
+    );
+    let table = ok(&["keys", "list", "--data", &data, "--config", &config]);
+    let rows: Vec<&str> = table.lines().collect();
+    assert!(rows[0].contains("WORKSPACE\tAGENT"), "{table}");
+    assert!(
+        rows[2].contains("\tagent-acme.cook\tacme.cook\t"),
+        "{table}"
+    );
+    assert!(
+        rows[3].contains("\tuser-u1 (acme.ghost is not declared)\tacme.ghost\t"),
+        "{table}"
+    );
+    // Without it, the list says what it cannot know.
+    let unresolved = ok(&["keys", "list", "--data", &data]);
+    assert!(
+        unresolved
+            .lines()
+            .nth(2)
+            .unwrap()
+            .contains("\tuser-u1 or agent-acme.cook if shared (give --config)\tacme.cook\t"),
+        "{unresolved}"
+    );
     let server = serve(Path::new(&data), &["--config", &config]);
     let url = server.url.as_str();
     let notes = std::path::Path::new(&data).join("notes.md");

@@ -32,6 +32,11 @@ pub struct McpArgs {
     /// The mount table (TOML `[[workspace]]` entries); required for `--profile files`.
     #[arg(long)]
     mounts: Option<PathBuf>,
+    /// Refuse a mount table in which two Workspaces reach the same host directory or virtual
+    /// namespace under different scopes (a read-only view the agent could change through a
+    /// writable one); without it, each is a warning on standard error.
+    #[arg(long)]
+    strict: bool,
     /// The tool profile.
     #[arg(long, value_enum, default_value_t = ProfileKind::Files)]
     profile: ProfileKind,
@@ -170,6 +175,15 @@ fn files_server(args: &McpArgs, secrets: Arc<dyn SecretSource>) -> Result<McpSer
         ));
     };
     let table = MountTable::load(mounts).map_err(|e| CliError(one_line(&e.to_string())))?;
+    for overlap in table.scope_overlaps() {
+        if args.strict {
+            return Err(CliError(format!(
+                "{}: {overlap} (refused by --strict)",
+                mounts.display()
+            )));
+        }
+        eprintln!("warning: {}: {overlap}", mounts.display());
+    }
     let tenant = owner_id("--tenant", &args.tenant)?;
     let mut builder = Vfs::builder(table.clone())
         .tenant(tenant)

@@ -305,6 +305,66 @@ impl MountTable {
         &self.workspaces
     }
 
+    /// The pairs of Workspaces that reach the same files underneath under different Access
+    /// Scopes ([`ScopeOverlap`]), in table order. Loading a table does not refuse them (a host
+    /// may mean it); `wsp mcp` warns, or refuses with `--strict`.
+    ///
+    /// A Workspace nested where its directory sits in the outer one's (`/all` over `dir` and
+    /// `/all/notes` over `dir/notes`) is not one: longest-prefix routing gives every path of
+    /// that directory to the inner Workspace, so the outer one never reaches it.
+    pub fn scope_overlaps(&self) -> Vec<ScopeOverlap> {
+        let mut reaches: Vec<(OverlapSide, Reach)> = Vec::new();
+        for (i, ws) in self.workspaces.iter().enumerate() {
+            let side = |scope| OverlapSide {
+                entry: i + 1,
+                path: ws.path.clone(),
+                scope,
+            };
+            let host = |dir: &Path| std::fs::canonicalize(dir).ok().map(Reach::Host);
+            match &ws.mount {
+                MountConfig::Physical(dir) => {
+                    reaches.extend(host(dir).map(|r| (side(ws.scope), r)));
+                }
+                MountConfig::Virtual(ns) => {
+                    reaches.push((side(ws.scope), Reach::Namespace(ns.clone())));
+                }
+                MountConfig::Overlay(o) => {
+                    if ws.scope != AccessScope::WriteOnly {
+                        reaches.extend(host(&o.lower).map(|r| (side(AccessScope::ReadOnly), r)));
+                    }
+                    reaches.push((side(ws.scope), Reach::Namespace(o.upper.clone())));
+                }
+            }
+        }
+        let mut found = Vec::new();
+        for (i, (a, reach_a)) in reaches.iter().enumerate() {
+            for (b, reach_b) in &reaches[i + 1..] {
+                if a.scope == b.scope || a.entry == b.entry {
+                    continue;
+                }
+                // The outer side reaches the inner one's files at `outer.path/rel`; when that
+                // is the inner Workspace's own prefix, routing sends it there.
+                let unreconciled = |outer: &OverlapSide, inner: &OverlapSide, rel: PathBuf| {
+                    let alias = Path::new(&outer.path).join(rel);
+                    alias != Path::new(&inner.path)
+                };
+                let shared = match (reach_a.contains(reach_b), reach_b.contains(reach_a)) {
+                    (Some(rel), _) => unreconciled(a, b, rel).then(|| reach_b.clone()),
+                    (None, Some(rel)) => unreconciled(b, a, rel).then(|| reach_a.clone()),
+                    (None, None) => None,
+                };
+                if let Some(reach) = shared {
+                    found.push(ScopeOverlap {
+                        first: a.clone(),
+                        second: b.clone(),
+                        reach,
+                    });
+                }
+            }
+        }
+        found
+    }
+
     /// Checks every entry: prefixes absolute, normal and unique; host directories absolute and
     /// existing; namespaces valid; link options only where they mean something.
     pub fn validate(&self) -> Result<(), MountTableError> {
@@ -338,6 +398,99 @@ impl MountTable {
             }
         }
         Ok(())
+    }
+}
+
+/// What a Workspace's Mount reaches underneath: a host directory or a Virtual Store namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reach {
+    /// A host directory, canonical.
+    Host(PathBuf),
+    /// A Virtual Store namespace.
+    Namespace(String),
+}
+
+impl Reach {
+    /// Where `inner` sits inside `self`: the relative path, empty when they are the same.
+    fn contains(&self, inner: &Self) -> Option<PathBuf> {
+        match (self, inner) {
+            (Self::Host(outer), Self::Host(inner)) => {
+                inner.strip_prefix(outer).ok().map(Path::to_path_buf)
+            }
+            (Self::Namespace(a), Self::Namespace(b)) if a == b => Some(PathBuf::new()),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Reach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Host(dir) => write!(f, "the same host directory {}", dir.display()),
+            Self::Namespace(ns) => write!(f, "the same virtual namespace {ns:?}"),
+        }
+    }
+}
+
+/// A Workspace as one side of a [`ScopeOverlap`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverlapSide {
+    /// The entry's position in the table, from 1.
+    pub entry: usize,
+    /// Its logical prefix.
+    pub path: String,
+    /// The scope under which it reaches the shared files (an overlay's lower directory is
+    /// reached read-only: it is never written).
+    pub scope: AccessScope,
+}
+
+/// Two Workspaces that reach the same files underneath (one host directory, or one inside the
+/// other; one Virtual Store namespace) under different Access Scopes, at logical paths that
+/// routing does not reconcile: the narrower scope does not hold for those files. A read-only
+/// view the agent can change through a writable Workspace, or a write-only drop it can read
+/// back. Found by [`MountTable::scope_overlaps`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeOverlap {
+    /// The earlier entry.
+    pub first: OverlapSide,
+    /// The later entry.
+    pub second: OverlapSide,
+    /// The files both reach: the deeper of the two directories, or the namespace.
+    reach: Reach,
+}
+
+impl std::fmt::Display for ScopeOverlap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (a, b) = (&self.first, &self.second);
+        write!(
+            f,
+            "workspace entries {} ({}, {}) and {} ({}, {}) reach {}: ",
+            a.entry, a.path, a.scope, b.entry, b.path, b.scope, self.reach
+        )?;
+        let by = |scope| [a, b].into_iter().find(|s| s.scope == scope);
+        let readable = [a, b]
+            .into_iter()
+            .find(|s| s.scope != AccessScope::WriteOnly);
+        match (
+            by(AccessScope::WriteOnly),
+            readable,
+            by(AccessScope::ReadOnly),
+        ) {
+            (Some(drop), Some(reader), _) => write!(
+                f,
+                "the agent can read through {} what it writes to {}",
+                reader.path, drop.path
+            ),
+            (_, _, Some(view)) => {
+                let writer = if view == a { b } else { a };
+                write!(
+                    f,
+                    "the agent can change through {} what {} shows as read-only",
+                    writer.path, view.path
+                )
+            }
+            _ => write!(f, "their scopes differ"),
+        }
     }
 }
 
@@ -404,6 +557,96 @@ mod tests {
 
     fn entry(path: &str, scope: &str, mount: &str) -> String {
         format!("[[workspace]]\npath = {path:?}\nscope = {scope:?}\nmount = {mount}\n")
+    }
+
+    /// Two Workspaces reaching the same host directory (or one inside the other) with
+    /// different scopes: the narrower promise does not hold for the files both reach.
+    #[test]
+    fn host_directories_reached_with_different_scopes_are_reported() {
+        let root = tempfile::tempdir().unwrap();
+        let sub = root.path().join("notes");
+        std::fs::create_dir(&sub).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let physical = |dir: &Path| format!("{{ physical = {:?} }}", dir.display().to_string());
+        let overlaps = |entries: &[String]| {
+            MountTable::from_toml_str(&entries.concat())
+                .unwrap()
+                .scope_overlaps()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        };
+        let same = overlaps(&[
+            entry("/docs", "ro", &physical(root.path())),
+            entry("/all", "rw", &physical(root.path())),
+        ]);
+        assert_eq!(same.len(), 1, "{same:?}");
+        assert!(
+            same[0].starts_with("workspace entries 1 (/docs, read-only) and 2 (/all, read-write)")
+                && same[0].contains("can change through /all what /docs shows as read-only"),
+            "{same:?}"
+        );
+        // Nested, either way round; a write-only drop read back through a readable mount.
+        let nested = overlaps(&[
+            entry("/all", "rw", &physical(root.path())),
+            entry("/notes", "ro", &physical(&sub)),
+        ]);
+        assert_eq!(nested.len(), 1, "{nested:?}");
+        assert!(nested[0].contains(&sub.display().to_string()), "{nested:?}");
+        let drop = overlaps(&[
+            entry("/inbox", "wo", &physical(&sub)),
+            entry("/read", "ro", &physical(root.path())),
+        ]);
+        assert!(
+            drop.len() == 1 && drop[0].contains("can read through /read what it writes to /inbox"),
+            "{drop:?}"
+        );
+        // An overlay's lower directory is read, never written: a writable mount of it counts.
+        let overlay = format!(
+            "{{ overlay = {{ upper = \"u\", lower = {:?} }} }}",
+            root.path().display().to_string()
+        );
+        assert_eq!(
+            overlaps(&[
+                entry("/o", "rw", &overlay),
+                entry("/raw", "rw", &physical(root.path()))
+            ])
+            .len(),
+            1
+        );
+        // One Virtual Store namespace under two scopes is the same case.
+        assert_eq!(
+            overlaps(&[
+                entry("/a", "ro", "{ virtual = \"x\" }"),
+                entry("/b", "rw", "{ virtual = \"x\" }"),
+            ])
+            .len(),
+            1
+        );
+        // Nothing to report: the same scope; other directories or namespaces; and a mount
+        // nested where its directory sits in the outer one (`/all/notes` over `root/notes`),
+        // which longest-prefix routing gives every path of that directory, so the outer mount
+        // never reaches it.
+        for entries in [
+            vec![
+                entry("/a", "rw", &physical(root.path())),
+                entry("/b", "rw", &physical(&sub)),
+            ],
+            vec![
+                entry("/a", "ro", &physical(root.path())),
+                entry("/b", "rw", &physical(other.path())),
+            ],
+            vec![
+                entry("/a", "ro", "{ virtual = \"x\" }"),
+                entry("/b", "rw", "{ virtual = \"y\" }"),
+            ],
+            vec![
+                entry("/all", "rw", &physical(root.path())),
+                entry("/all/notes", "ro", &physical(&sub)),
+            ],
+        ] {
+            assert_eq!(overlaps(&entries), Vec::<String>::new(), "{entries:?}");
+        }
     }
 
     #[test]

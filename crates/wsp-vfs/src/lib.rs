@@ -53,7 +53,7 @@ mod vfs;
 
 pub use config::{
     MAX_TABLE_BYTES, MountConfig, MountProblem, MountTable, MountTableBuilder, MountTableError,
-    OverlayConfig, WorkspaceConfig, mount_table_schema,
+    OverlapSide, OverlayConfig, ScopeOverlap, WorkspaceConfig, mount_table_schema,
 };
 pub use error::{VfsError, VfsErrorCode};
 pub use items::{

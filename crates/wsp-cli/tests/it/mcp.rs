@@ -175,6 +175,47 @@ fn a_bad_mount_table_is_one_line_on_stderr_and_nothing_on_stdout() {
     assert!(!dir.path().join("data").exists());
 }
 
+/// A table whose read-only and read-write Workspaces reach the same host directory: a
+/// warning naming both on standard error and a working session, or with `--strict` one line
+/// and no session.
+#[test]
+fn workspaces_reaching_one_directory_under_two_scopes_warn_or_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("project");
+    std::fs::create_dir(&host).unwrap();
+    let table = write_table(
+        dir.path(),
+        &format!(
+            "[[workspace]]\npath = \"/docs\"\nscope = \"ro\"\nmount = {{ physical = {h:?} }}\n\n\
+             [[workspace]]\npath = \"/work\"\nscope = \"rw\"\nmount = {{ physical = {h:?} }}\n",
+            h = host.display().to_string()
+        ),
+    );
+    let (responses, stderr) = session(&["--mounts", &table], &[("tools/list", json!({}))]);
+    assert!(responses[1]["result"]["tools"].is_array(), "{responses:?}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("workspace entries 1 (/docs, read-only) and 2 (/work, read-write)")
+            && warnings[0]
+                .contains("the agent can change through /work what /docs shows as read-only"),
+        "{stderr}"
+    );
+    let refused = Command::new(WSP)
+        .args(["mcp", "--strict", "--mounts", &table])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(refused.stdout.is_empty());
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("(refused by --strict)"), "{stderr}");
+}
+
 /// The status code of one MCP `initialize` POST to `url` (`http://ADDR/mcp`) over plain TCP.
 fn http_initialize(url: &str, token: Option<&str>) -> u16 {
     use std::io::Read;

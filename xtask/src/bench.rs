@@ -39,13 +39,16 @@ const WARM_UP: usize = 100;
 const BLOCK: usize = 100;
 
 const USAGE: &str = "usage: cargo xtask bench vfs [--iterations N]   (N from 100 to 100000)
-       cargo xtask bench snapshot                (snapshot cost at 10, 1,000 and 100,000 files)";
+       cargo xtask bench snapshot                (snapshot cost at 10, 1,000 and 100,000 files)
+       cargo xtask bench http [--seconds S] [--rounds N]
+                                                 (wsp serve against bare hyper and nginx)";
 
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(args: &[String]) -> Result<()> {
     match args {
         [name, rest @ ..] if name == "vfs" => vfs(parse_iterations(rest)?),
         [name] if name == "snapshot" => snapshot(),
+        [name, rest @ ..] if name == "http" => crate::bench_http::run(rest),
         _ => Err(USAGE.into()),
     }
 }

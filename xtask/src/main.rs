@@ -11,6 +11,7 @@
 mod apicheck;
 mod asyncapi;
 mod bench;
+mod bench_http;
 mod codegen;
 mod config_schema;
 mod conformance;
@@ -60,6 +61,9 @@ tasks:
                       time read_file, write_file and ls over MCP stdio: `wsp mcp` against
                       the reference filesystem server (npm), ratios against the same run
   bench snapshot      snapshot creation cost at 10, 1,000 and 100,000 files (SQLite and memory)
+  bench http [--seconds S] [--rounds N]
+                      wsp serve's file path (GET, PUT at 1/8/64 connections, mixed) against a
+                      bare hyper server and nginx (when installed), with ratios and peak RSS
   package             cargo package every published crate, each verified from its package
                       alone (earlier extractions of the workspace's crates removed first)
   api-check [--report]

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+pub mod load;
+
 /// Percentiles of a set of durations, in microseconds.
 #[derive(Debug, Clone, Copy)]
 pub struct Summary {

@@ -1,19 +1,18 @@
 //! The store operations as SQL, run synchronously on one connection.
 //!
 //! Every statement names the owner (`tenant = ?1 AND workspace = ?2`) in its WHERE clause or
-//! its key. Reads are single statements, so each sees one consistent WAL snapshot; writes run
-//! in one `BEGIN IMMEDIATE` transaction each.
-
-use std::time::Instant;
+//! its key. Reads are single statements, so each sees one consistent WAL snapshot; a write or
+//! delete runs in the transaction of its group commit (see the crate's design notes), within a
+//! savepoint of its own.
 
 use chrono::{DateTime, Utc};
-use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Row, ToSql};
 use wsp_store::write::{self, Current, StoredColumns, prefix_end, stored_life};
 use wsp_store::{Deleted, FileMeta, FileWrite, Precondition, StoreError, StoredFile};
 use wsp_types::{MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::feed::{self, FeedEntry};
-use crate::{Committed, Policy};
+use crate::{Changed, Policy};
 
 /// The live file, or with `?4` one of the newest `?5` versions of its current life (older rows
 /// an open snapshot keeps are not served).
@@ -266,23 +265,20 @@ fn exec(
     tx.prepare_cached(sql)?.execute(params.as_slice())
 }
 
-/// Creates or replaces a file in one immediate transaction: precondition, `maxFiles`, version
+/// Creates or replaces a file in the caller's transaction: precondition, `maxFiles`, version
 /// bump, sequence number, pruning and the change-feed entry commit together or not at all.
 pub(crate) fn put(
-    conn: &mut Connection,
+    tx: &Connection,
     policy: &Policy,
     owner: &Owner,
     path: &WorkspacePath,
     write: FileWrite,
     precondition: &Precondition,
-) -> Result<Committed<StoredFile>, StoreError> {
+) -> Result<Changed<StoredFile>, StoreError> {
     let fail = |e| sqlite_error("put", e);
     let limits = &policy.limits;
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(fail)?;
-    let state = current(&tx, owner, path).map_err(fail)?;
+    let state = current(tx, owner, path).map_err(fail)?;
     let live_files: i64 = tx
         .prepare_cached(LIVE_FILES)
         .and_then(|mut stmt| {
@@ -340,7 +336,7 @@ pub(crate) fn put(
             (stored_life(previous.life), previous.version as i64)
         };
         if up_to >= 1 {
-            exec(&tx, PRUNE_LIFE, owner, path, &[&prune_life, &up_to, &seq]).map_err(fail)?;
+            exec(tx, PRUNE_LIFE, owner, path, &[&prune_life, &up_to, &seq]).map_err(fail)?;
         }
     }
     let event = FeedEntry {
@@ -350,33 +346,26 @@ pub(crate) fn put(
         deleted: false,
         at: updated_at,
     };
-    feed::append(&tx, owner, &event, policy.feed_retention).map_err(fail)?;
-    let committing = Instant::now();
-    tx.commit().map_err(fail)?;
-    let commit_time = committing.elapsed();
-    Ok(Committed {
+    feed::append(tx, owner, &event, policy.feed_retention).map_err(fail)?;
+    Ok(Changed {
         value: decided.stored_file(path, write, updated_at),
         seq: seq as u64,
-        commit_time,
     })
 }
 
-/// Tombstones the live file in one immediate transaction. With no open snapshot of the owner
+/// Tombstones the live file in the caller's transaction. With no open snapshot of the owner
 /// nothing can see the deleted life any more, so the path is forgotten; otherwise a tombstone
 /// row is added and the deleted life keeps only the rows an open snapshot sees.
 pub(crate) fn delete(
-    conn: &mut Connection,
+    tx: &Connection,
     policy: &Policy,
     owner: &Owner,
     path: &WorkspacePath,
     precondition: &Precondition,
-) -> Result<Committed<Deleted>, StoreError> {
+) -> Result<Changed<Deleted>, StoreError> {
     let fail = |e| sqlite_error("delete", e);
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(fail)?;
-    let state = current(&tx, owner, path).map_err(fail)?;
+    let state = current(tx, owner, path).map_err(fail)?;
     let decided = write::decide_delete(state.as_ref(), precondition)?;
     let (life, last_version) = (stored_life(decided.life), decided.last_version as i64);
     let tombstone = decided.tombstone as i64;
@@ -392,19 +381,19 @@ pub(crate) fn delete(
     if pinned {
         let micros = at.timestamp_micros();
         exec(
-            &tx,
+            tx,
             INSERT_TOMBSTONE,
             owner,
             path,
             &[&life, &tombstone, &seq, &micros],
         )
         .map_err(fail)?;
-        exec(&tx, SET_TOMBSTONE, owner, path, &[&tombstone, &seq]).map_err(fail)?;
+        exec(tx, SET_TOMBSTONE, owner, path, &[&tombstone, &seq]).map_err(fail)?;
         let up_to = [&life as &dyn ToSql, &last_version, &seq];
-        exec(&tx, PRUNE_LIFE, owner, path, &up_to).map_err(fail)?;
+        exec(tx, PRUNE_LIFE, owner, path, &up_to).map_err(fail)?;
     } else {
-        exec(&tx, PURGE_PATH, owner, path, &[]).map_err(fail)?;
-        exec(&tx, FORGET_PATH, owner, path, &[]).map_err(fail)?;
+        exec(tx, PURGE_PATH, owner, path, &[]).map_err(fail)?;
+        exec(tx, FORGET_PATH, owner, path, &[]).map_err(fail)?;
     }
     let event = FeedEntry {
         seq,
@@ -413,16 +402,12 @@ pub(crate) fn delete(
         deleted: true,
         at,
     };
-    feed::append(&tx, owner, &event, policy.feed_retention).map_err(fail)?;
-    let committing = Instant::now();
-    tx.commit().map_err(fail)?;
-    let commit_time = committing.elapsed();
-    Ok(Committed {
+    feed::append(tx, owner, &event, policy.feed_retention).map_err(fail)?;
+    Ok(Changed {
         value: Deleted {
             version: tombstone as u64,
         },
         seq: seq as u64,
-        commit_time,
     })
 }
 

@@ -11,10 +11,16 @@
 //! # Design
 //!
 //! - **One writer, many readers.** A single read-write connection sits behind a lock (SQLite
-//!   admits one writer at a time anyway) and runs every write as one `BEGIN IMMEDIATE`
-//!   transaction: precondition, `maxFiles`, version bump, change sequence, pruning and the
-//!   change-feed entry commit together. A fixed pool of read-only connections serves reads; in
-//!   WAL mode each read sees a committed snapshot and never waits for the writer.
+//!   admits one writer at a time anyway). A fixed pool of read-only connections serves reads;
+//!   in WAL mode each read sees a committed snapshot and never waits for the writer.
+//! - **Group commit.** Writes and deletes queue for the writer. Whoever finds no commit in
+//!   progress spawns a task that takes the lock and commits what waits, up to 256 changes per
+//!   `BEGIN IMMEDIATE` transaction, until nothing waits. Each change runs in a savepoint of its
+//!   own (precondition, `maxFiles` counting the changes before it, version bump, change
+//!   sequence, pruning and its change-feed entry), so a change that fails is rolled back alone
+//!   and never fails its neighbours; one `COMMIT` (one WAL sync) makes the rest durable, and
+//!   only then is each caller answered and each change announced. A single writer waits for
+//!   nobody: with nothing queued its change commits alone, at once.
 //! - **Blocking work off the async threads.** Every call runs its SQLite work in
 //!   [`tokio::task::spawn_blocking`], so the store must be used from within a Tokio runtime.
 //!   Calls wait for the writer or a free reader asynchronously, so the blocking pool holds at
@@ -247,12 +253,151 @@ impl Policy {
     }
 }
 
-/// The result of a committed change, with the owner's sequence number it took.
-pub(crate) struct Committed<T> {
+/// The result of a change applied in a group commit's transaction, with the owner's sequence
+/// number it took.
+pub(crate) struct Changed<T> {
     pub(crate) value: T,
     pub(crate) seq: u64,
-    /// How long `COMMIT` took: writing the WAL frames and syncing them.
-    pub(crate) commit_time: Duration,
+}
+
+/// The most changes one group commit holds; more wait for the next.
+const MAX_BATCH: usize = 256;
+
+/// The changes waiting for the next group commit, and whether a task is committing them.
+#[derive(Default)]
+struct Queue {
+    changes: Vec<Box<dyn Pending>>,
+    draining: bool,
+}
+
+/// A write or delete waiting for a group commit.
+trait Pending: Send {
+    /// Applies the change in `conn`'s open transaction; `true` when it succeeded (it then
+    /// waits for the COMMIT), `false` when it failed (the caller rolls its savepoint back).
+    fn apply(&mut self, conn: &Connection, policy: &Policy) -> bool;
+    /// Answers the caller once the batch is settled (`committed`: the COMMIT's outcome), and
+    /// announces a committed change to the subscribers.
+    fn settle(self: Box<Self>, committed: &Result<(), StoreError>, shared: &Shared);
+}
+
+/// One caller's change: the work, then its outcome, and where the answer goes.
+struct Change<T, F> {
+    owner: Owner,
+    work: Option<F>,
+    outcome: Option<Result<Changed<T>, StoreError>>,
+    reply: tokio::sync::oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Pending for Change<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection, &Policy) -> Result<Changed<T>, StoreError> + Send,
+{
+    fn apply(&mut self, conn: &Connection, policy: &Policy) -> bool {
+        let outcome = match self.work.take() {
+            Some(work) => work(conn, policy),
+            None => Err(StoreError::internal("a change was applied twice")),
+        };
+        let applied = outcome.is_ok();
+        self.outcome = Some(outcome);
+        applied
+    }
+
+    fn settle(self: Box<Self>, committed: &Result<(), StoreError>, shared: &Shared) {
+        let answer = match (self.outcome, committed) {
+            (Some(Err(refused)), _) => Err(refused),
+            // The transaction failed before or after this change: nothing of it stands.
+            (_, Err(failed)) => Err(failed.clone()),
+            (None, Ok(())) => Err(StoreError::internal("a change was never applied")),
+            (Some(Ok(Changed { value, seq })), Ok(())) => {
+                // After COMMIT returned and under the writer lock, so notices arrive in
+                // sequence order and never announce a change that could still roll back. No
+                // receiver is fine: nobody is watching.
+                shared
+                    .announced
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .own(&self.owner, seq);
+                let _ = shared.notices.send(ChangeNotice {
+                    owner: self.owner,
+                    seq,
+                });
+                Ok(value)
+            }
+        };
+        // The caller may have stopped waiting; the change stands either way.
+        let _ = self.reply.send(answer);
+    }
+}
+
+/// Commits the waiting changes, a batch at a time, until none waits; holds the writer lock
+/// meanwhile. Spawned by the change that found no one committing, so a caller that stops
+/// waiting never stops the others' commit.
+async fn drain(shared: Arc<Shared>) {
+    let mut conn = Arc::clone(&shared.writer).lock_owned().await;
+    loop {
+        let batch: Vec<Box<dyn Pending>> = {
+            let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if queue.changes.is_empty() {
+                queue.draining = false;
+                return;
+            }
+            let n = queue.changes.len().min(MAX_BATCH);
+            queue.changes.drain(..n).collect()
+        };
+        let on = Arc::clone(&shared);
+        match tokio::task::spawn_blocking(move || {
+            commit_batch(&mut conn, batch, &on);
+            conn
+        })
+        .await
+        {
+            Ok(back) => conn = back,
+            // A panic rolled the batch back and dropped its callers' answers (they hear that
+            // the writer stopped); the lock was released while unwinding.
+            Err(e) if e.is_panic() => conn = Arc::clone(&shared.writer).lock_owned().await,
+            // The runtime is shutting down: nothing will commit the rest.
+            Err(_) => {
+                let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+                queue.changes.clear();
+                queue.draining = false;
+                return;
+            }
+        }
+    }
+}
+
+/// Applies `batch` in one immediate transaction, each change in a savepoint of its own (a
+/// change that fails is rolled back alone), commits once (`synchronous=FULL`: one WAL sync for
+/// all), then answers every caller.
+fn commit_batch(conn: &mut Connection, mut batch: Vec<Box<dyn Pending>>, shared: &Shared) {
+    let mut applied = 0;
+    let outcome = (|| {
+        let fail = |e| files::sqlite_error("group commit", e);
+        let mut tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail)?;
+        for change in &mut batch {
+            let savepoint = tx.savepoint().map_err(fail)?;
+            if change.apply(&savepoint, &shared.policy) {
+                savepoint.commit().map_err(fail)?;
+                applied += 1;
+            }
+            // A refused change's savepoint is rolled back as it is dropped.
+        }
+        let committing = std::time::Instant::now();
+        tx.commit().map_err(fail)?;
+        Ok(committing.elapsed())
+    })();
+    if let (Ok(commit_time), Some(observer)) = (&outcome, shared.commits.get())
+        && applied > 0
+    {
+        observer.committed(applied, *commit_time);
+    }
+    let committed = outcome.map(|_| ());
+    for change in batch {
+        change.settle(&committed, shared);
+    }
 }
 
 /// A [`WorkspaceStore`] in one SQLite database file.
@@ -279,6 +424,8 @@ struct Shared {
     readers: ReaderPool,
     // An async lock: writers queued behind it hold no thread of the blocking pool.
     writer: Arc<tokio::sync::Mutex<Connection>>,
+    /// Writes and deletes waiting for the next group commit.
+    queue: std::sync::Mutex<Queue>,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -330,6 +477,7 @@ impl SqliteStore {
                 commits: std::sync::OnceLock::new(),
                 readers: ReaderPool::new(readers),
                 writer: Arc::new(tokio::sync::Mutex::new(writer)),
+                queue: std::sync::Mutex::default(),
             }),
         })
     }
@@ -374,33 +522,36 @@ impl SqliteStore {
         })
     }
 
-    /// Runs `change` like [`write`](Self::write), then tells subscribers of `owner` about it.
+    /// Queues `change` for the next group commit and waits for its outcome: it is applied in
+    /// the commit's transaction within a savepoint of its own, made durable by the commit's WAL
+    /// sync, and then announced to the subscribers of `owner`.
     fn change<T, F>(&self, owner: &Owner, change: F) -> StoreFuture<'static, T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection, &Policy) -> Result<Committed<T>, StoreError> + Send + 'static,
+        F: FnOnce(&Connection, &Policy) -> Result<Changed<T>, StoreError> + Send + 'static,
     {
-        let (shared, owner) = (Arc::clone(&self.shared), owner.clone());
-        self.write(move |conn, policy| {
-            let Committed {
-                value,
-                seq,
-                commit_time,
-            } = change(conn, policy)?;
-            if let Some(observer) = shared.commits.get() {
-                // One change per commit: every write or delete is its own transaction.
-                observer.committed(1, commit_time);
+        let shared = Arc::clone(&self.shared);
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let pending = Box::new(Change {
+            owner: owner.clone(),
+            work: Some(change),
+            outcome: None,
+            reply,
+        });
+        Box::pin(async move {
+            let lead = {
+                let mut queue = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+                queue.changes.push(pending);
+                !std::mem::replace(&mut queue.draining, true)
+            };
+            if lead {
+                tokio::spawn(drain(Arc::clone(&shared)));
             }
-            // Sent after COMMIT returned and under the writer lock, so notices arrive in
-            // sequence order and never announce a change that could still roll back. No
-            // receiver is fine: nobody is watching.
-            shared
-                .announced
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .own(&owner, seq);
-            let _ = shared.notices.send(ChangeNotice { owner, seq });
-            Ok(value)
+            answer.await.unwrap_or_else(|_| {
+                Err(StoreError::internal(
+                    "the change was lost: the store's writer stopped",
+                ))
+            })
         })
     }
 }
@@ -727,6 +878,109 @@ mod tests {
         let c = Owner::parse("c", "w").unwrap();
         let empty = writer_cost(&store, snapshot(&c)).await;
         assert!(empty.0 == 1 && empty.1 <= small.1, "{empty:?} vs {small:?}");
+    }
+
+    /// Records the changes of each commit.
+    #[derive(Default)]
+    struct Commits(std::sync::Mutex<Vec<usize>>);
+
+    impl CommitObserver for Commits {
+        fn committed(&self, changes: usize, _: Duration) {
+            self.0.lock().unwrap().push(changes);
+        }
+    }
+
+    /// Writes that arrive while the writer is busy are made durable by one commit, and each
+    /// keeps its own outcome: a failed precondition or a limit refuses that write alone, a
+    /// write sees the ones before it in the batch (the file count), and each success gets its
+    /// own version, sequence number and change-feed entry, in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_waiting_for_the_writer_share_one_commit_and_keep_their_outcomes() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits::default().with_max_files(40);
+        let store = SqliteStore::open(&dir.path().join("wsp.sqlite3"), limits).unwrap();
+        let commits = Arc::new(Commits::default());
+        assert!(store.observe_commits(commits.clone()));
+        let owner = Owner::parse("a", "w").unwrap();
+        let shared = WorkspacePath::parse("shared.md").unwrap();
+        let first = store
+            .put(
+                &owner,
+                &shared,
+                FileWrite::markdown("v1"),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+        let stale = Precondition::IfMatch(vec![wsp_types::ETag::mint(1, 99)]);
+        let fresh = Precondition::IfMatch(vec![first.meta.etag.clone()]);
+
+        // The writer is busy: 64 writes queue up behind it.
+        let busy = store.shared.writer.lock().await;
+        let mut writes = Vec::new();
+        for i in 0..64usize {
+            let (writer, owner) = (store.clone(), owner.clone());
+            let (path, precondition) = match i {
+                0 => (shared.clone(), fresh.clone()),
+                i if i % 8 == 1 => (shared.clone(), stale.clone()),
+                i => (
+                    WorkspacePath::parse(&format!("f{i:02}.md")).unwrap(),
+                    Precondition::IfNoneMatchAny,
+                ),
+            };
+            writes.push(tokio::spawn(async move {
+                let write = FileWrite::markdown(format!("w{i}"));
+                writer.put(&owner, &path, write, precondition).await
+            }));
+            // In submission order, so that the batch's order is known.
+            while store_queued(&store) < i + 1 {
+                tokio::task::yield_now().await;
+            }
+        }
+        drop(busy);
+        let mut outcomes = Vec::new();
+        for w in writes {
+            outcomes.push(w.await.unwrap());
+        }
+
+        assert_eq!(outcomes[0].as_ref().map(|f| f.meta.version), Ok(2));
+        let mut created = 0;
+        for (i, outcome) in outcomes.iter().enumerate().skip(1) {
+            match outcome {
+                Err(StoreError::Conflict { current_version: 2 }) if i % 8 == 1 => {}
+                Ok(f) if i % 8 != 1 && created < 39 => {
+                    created += 1;
+                    assert_eq!(
+                        (f.meta.version, f.content.as_str()),
+                        (1, format!("w{i}").as_str())
+                    );
+                }
+                Err(StoreError::TooLarge { .. }) if i % 8 != 1 && created == 39 => {}
+                other => panic!("write {i}: {other:?} ({created} created before it)"),
+            }
+        }
+        assert_eq!(
+            created, 39,
+            "the file limit counts the batch's own creations"
+        );
+        assert_eq!(
+            *commits.0.lock().unwrap(),
+            [1, 40],
+            "one commit for the batch"
+        );
+        let feed = store.changes(&owner, 1, 100).await.unwrap();
+        let seqs: Vec<u64> = feed.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (2..=41).collect::<Vec<_>>());
+        assert_eq!(feed.events[0].path, shared);
+        assert_eq!(
+            store.get(&owner, &shared, None).await.unwrap().content,
+            "w0"
+        );
+    }
+
+    /// How many changes wait for the next group commit.
+    fn store_queued(store: &SqliteStore) -> usize {
+        store.shared.queue.lock().unwrap().changes.len()
     }
 
     /// Every statement keeps the plan it was prepared with: running a mixed workload, with new

@@ -373,8 +373,9 @@ impl StoreFeatures {
 ///
 /// Called on the writer's thread right after the commit, so it must be quick and never block.
 pub trait CommitObserver: Send + Sync + 'static {
-    /// One commit of `changes` writes and deletes (1 each today: every change is its own
-    /// transaction), whose `COMMIT` took `commit_time`, the durable part of the write.
+    /// One commit of `changes` writes and deletes (more than one when a backend commits
+    /// concurrent changes together, as SQLite's group commit does), whose `COMMIT` took
+    /// `commit_time`, the durable part of the write.
     fn committed(&self, changes: usize, commit_time: std::time::Duration);
 }
 

@@ -301,6 +301,77 @@ fn acknowledged_writes_survive_kill_9() {
     });
 }
 
+/// The same under 64 concurrent writers, whose writes the server makes durable in shared
+/// group commits: `kill -9` once 600 writes are acknowledged; after a restart every
+/// acknowledged write is there, whole, at its version.
+#[test]
+fn acknowledged_writes_of_64_concurrent_writers_survive_kill_9() {
+    const WRITERS: usize = 64;
+    const ACKS_BEFORE_KILL: usize = 600;
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[]);
+    let key = server.key().to_owned();
+    let url = server.url.clone();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = wsp_client::Client::new(&url).unwrap().with_key(key.clone());
+    let (acks, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let acknowledged = runtime.block_on(async {
+        let mut writers = Vec::new();
+        for w in 0..WRITERS {
+            let (client, acks) = (client.clone(), acks.clone());
+            writers.push(tokio::spawn(async move {
+                for i in 0u32.. {
+                    let path = format!("kill9-64/w{w:02}/f{}.md", i % 4);
+                    let body = format!("writer {w} write {i} ").repeat(20 + (i as usize % 40));
+                    let p = wsp_types::WorkspacePath::parse(&path).unwrap();
+                    match client.put(&p, body.clone(), Default::default()).await {
+                        Ok(f) => {
+                            if acks.send((path, f.version.get(), body)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(wsp_client::Error::Transport(_)) => return,
+                        Err(e) => panic!("unexpected {e}"),
+                    }
+                }
+            }));
+        }
+        drop(acks);
+        let mut server = server;
+        let mut acked = Vec::new();
+        while let Some(ack) = seen.recv().await {
+            acked.push(ack);
+            if acked.len() == ACKS_BEFORE_KILL {
+                // SIGKILL while the other writers' requests are in flight.
+                kill_9(&mut server.child);
+            }
+        }
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        acked
+    });
+    assert!(acknowledged.len() >= ACKS_BEFORE_KILL);
+    let restarted = serve(dir.path(), &[]);
+    let client = wsp_client::Client::new(&restarted.url)
+        .unwrap()
+        .with_key(key);
+    runtime.block_on(async {
+        for (path, version, body) in &acknowledged {
+            let p = wsp_types::WorkspacePath::parse(path).unwrap();
+            let at = client
+                .get(&p, Some(*version))
+                .await
+                .unwrap_or_else(|e| panic!("{path}: acknowledged v{version} lost: {e}"));
+            assert_eq!(&at.content, body, "{path} v{version} has its full body");
+        }
+    });
+}
+
 fn kill_9(child: &mut Child) {
     // `Child::kill` sends SIGKILL on Unix.
     child.kill().unwrap();

@@ -200,17 +200,19 @@ pub struct SqliteOptions {
     busy_timeout: Duration,
     readers: usize,
     feed_retention: u64,
+    inline_reads: bool,
 }
 
 impl Default for SqliteOptions {
-    /// A 5 s busy timeout, two read-only connections per available core (at least 4) and a
-    /// change feed of [`DEFAULT_FEED_RETENTION`] events per owner.
+    /// A 5 s busy timeout, two read-only connections per available core (at least 4), a
+    /// change feed of [`DEFAULT_FEED_RETENTION`] events per owner, and inline point reads.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Self {
             busy_timeout: Duration::from_secs(5),
             readers: (2 * cores).clamp(4, 64),
             feed_retention: DEFAULT_FEED_RETENTION,
+            inline_reads: true,
         }
     }
 }
@@ -235,6 +237,18 @@ impl SqliteOptions {
     /// position still retained ([`ChangePage::oldest`]).
     pub fn feed_retention(mut self, events: u64) -> Self {
         self.feed_retention = events.max(1);
+        self
+    }
+
+    /// Whether the reads of one file or one record (`get`, `history`, `get_at`,
+    /// `snapshot_info`, `changes`) run on the calling thread when a read-only connection is
+    /// free at once (the default), rather than on Tokio's blocking pool. Such a read costs
+    /// microseconds when its pages are cached, less than waking a pool thread and the caller's
+    /// task again; it blocks its runtime thread that long, and up to about a millisecond for a
+    /// file of several MiB. Listings, whose size grows with the workspace, always go to the
+    /// pool. Both paths read the same committed state.
+    pub fn inline_reads(mut self, inline: bool) -> Self {
+        self.inline_reads = inline;
         self
     }
 }
@@ -412,6 +426,8 @@ pub struct SqliteStore {
 struct Shared {
     path: PathBuf,
     policy: Policy,
+    /// [`SqliteOptions::inline_reads`].
+    inline_reads: bool,
     notices: broadcast::Sender<ChangeNotice>,
     /// What was announced, so the watcher of other processes' commits repeats nothing.
     announced: std::sync::Mutex<watch::Announced>,
@@ -471,6 +487,7 @@ impl SqliteStore {
                     limits,
                     feed_retention: options.feed_retention,
                 },
+                inline_reads: options.inline_reads,
                 notices: broadcast::channel(NOTICE_BUFFER).0,
                 announced: std::sync::Mutex::default(),
                 watcher: std::sync::Mutex::default(),
@@ -506,6 +523,32 @@ impl SqliteStore {
             let permit = shared.readers.permit().await?;
             blocking(move || shared.readers.with(permit, read)).await
         })
+    }
+
+    /// Runs a read of one file or one record ([`SqliteOptions::inline_reads`]) on the calling
+    /// thread when a connection is free at once; otherwise like [`read`](Self::read). A panic in
+    /// it is [`StoreError::Internal`], as on the pool.
+    fn point_read<T, F>(&self, read: F) -> StoreFuture<'static, T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let permit = if self.shared.inline_reads {
+            self.shared.readers.try_permit()
+        } else {
+            None
+        };
+        match permit {
+            Some(permit) => {
+                let shared = &self.shared;
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    shared.readers.with(permit, read)
+                }))
+                .unwrap_or_else(|_| Err(StoreError::internal("sqlite read panicked")));
+                Box::pin(std::future::ready(result))
+            }
+            None => self.read(read),
+        }
     }
 
     /// Runs `write` on the writer connection, off the async threads.
@@ -612,7 +655,7 @@ impl WorkspaceStore for SqliteStore {
     ) -> StoreFuture<'a, StoredFile> {
         let (owner, path) = (owner.clone(), path.clone());
         let keep = self.shared.policy.keep();
-        self.read(move |conn| files::get(conn, &owner, &path, version, keep))
+        self.point_read(move |conn| files::get(conn, &owner, &path, version, keep))
     }
 
     fn put<'a>(
@@ -650,7 +693,7 @@ impl WorkspaceStore for SqliteStore {
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         let (owner, path) = (owner.clone(), path.clone());
         let keep = self.shared.policy.keep();
-        self.read(move |conn| files::history(conn, &owner, &path, keep))
+        self.point_read(move |conn| files::history(conn, &owner, &path, keep))
     }
 
     fn snapshot<'a>(
@@ -686,7 +729,7 @@ impl WorkspaceStore for SqliteStore {
         id: &'a SnapshotId,
     ) -> StoreFuture<'a, SnapshotInfo> {
         let (owner, id) = (owner.clone(), id.clone());
-        self.read(move |conn| snapshots::info(conn, &owner, &id))
+        self.point_read(move |conn| snapshots::info(conn, &owner, &id))
     }
 
     fn release_snapshot<'a>(
@@ -738,7 +781,7 @@ impl WorkspaceStore for SqliteStore {
         path: &'a WorkspacePath,
     ) -> StoreFuture<'a, StoredFile> {
         let (owner, id, path) = (owner.clone(), snapshot.clone(), path.clone());
-        self.read(move |conn| snapshots::get_at(conn, &owner, &id, &path))
+        self.point_read(move |conn| snapshots::get_at(conn, &owner, &id, &path))
     }
 
     fn changes<'a>(
@@ -748,7 +791,7 @@ impl WorkspaceStore for SqliteStore {
         limit: usize,
     ) -> StoreFuture<'a, ChangePage> {
         let owner = owner.clone();
-        self.read(move |conn| feed::changes(conn, &owner, after, limit))
+        self.point_read(move |conn| feed::changes(conn, &owner, after, limit))
     }
 
     /// Notices of the changes committed through this store and its clones at once, and of
@@ -976,6 +1019,60 @@ mod tests {
             store.get(&owner, &shared, None).await.unwrap().content,
             "w0"
         );
+    }
+
+    /// A read that starts after a write was acknowledged sees it (or something newer): through
+    /// the same store, inline or on the blocking pool, and through another store on the same
+    /// file (as another process would), with no delay: there is no cache to go stale.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_after_an_acknowledged_write_never_sees_an_older_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("wsp.sqlite3");
+        let store = SqliteStore::open(&file, Limits::default()).unwrap();
+        let pooled = SqliteStore::open_with(
+            &file,
+            Limits::default(),
+            SqliteOptions::default().inline_reads(false),
+        )
+        .unwrap();
+        let owner = Owner::parse("a", "w").unwrap();
+        let path = WorkspacePath::parse("hot.md").unwrap();
+        let mut readers = Vec::new();
+        for reader in [store.clone(), pooled.clone(), store.clone()] {
+            let (owner, path) = (owner.clone(), path.clone());
+            readers.push(tokio::spawn(async move {
+                for _ in 0..200 {
+                    let _ = reader.get(&owner, &path, None).await;
+                    tokio::task::yield_now().await;
+                }
+            }));
+        }
+        for n in 1..=200u64 {
+            let writer = if n % 2 == 0 { &store } else { &pooled };
+            let put = writer
+                .put(
+                    &owner,
+                    &path,
+                    FileWrite::markdown(format!("{n}")),
+                    Precondition::None,
+                )
+                .await
+                .unwrap();
+            assert_eq!(put.meta.version, n);
+            for reader in [&store, &pooled] {
+                let read = reader.get(&owner, &path, None).await.unwrap();
+                assert!(
+                    read.meta.version >= n,
+                    "v{} read after v{n}",
+                    read.meta.version
+                );
+                let history = reader.history(&owner, &path).await.unwrap();
+                assert!(history[0].version >= n);
+            }
+        }
+        for r in readers {
+            r.await.unwrap();
+        }
     }
 
     /// How many changes wait for the next group commit.

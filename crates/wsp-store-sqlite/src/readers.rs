@@ -35,6 +35,11 @@ impl ReaderPool {
             .map_err(|_| StoreError::unavailable("the sqlite reader pool is closed"))
     }
 
+    /// Reserves a connection if one is free now.
+    pub(crate) fn try_permit(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.permits).try_acquire_owned().ok()
+    }
+
     /// Runs `read` on the connection `permit` reserved. The connection goes back to the pool
     /// even if `read` panics.
     pub(crate) fn with<T>(
@@ -120,6 +125,15 @@ mod tests {
             "the panicking reader's connection came back"
         );
         assert_eq!(pool.permits.available_permits(), 2, "and its permit");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_connection_is_taken_at_once_only_when_one_is_free() {
+        let pool = pool(1);
+        let held = pool.try_permit().expect("one is free");
+        assert!(pool.try_permit().is_none(), "none is free while it is held");
+        drop(held);
+        assert!(pool.try_permit().is_some());
     }
 
     #[tokio::test(flavor = "current_thread")]

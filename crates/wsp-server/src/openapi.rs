@@ -79,7 +79,71 @@ pub fn document() -> Value {
         serde_json::json!([{"url": "/", "description": "The host serving this document."}]);
     declare_enforced(&mut doc);
     drop_request_defaults(&mut doc);
+    closed_sets_as_enums(&mut doc);
     doc
+}
+
+/// Rewrites each `oneOf` of `const` strings (how our JSON Schemas document a closed set value by
+/// value, which typify turns into documented enum variants) as an `enum`, the form every
+/// OpenAPI generator reads: the values' explanations move into the description and
+/// `x-enum-descriptions`.
+fn closed_sets_as_enums(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let consts: Option<Vec<(Value, String)>> = map
+                .get("oneOf")
+                .and_then(Value::as_array)
+                .and_then(|variants| {
+                    variants
+                        .iter()
+                        .map(|v| {
+                            let c = v.get("const").filter(|c| c.is_string())?;
+                            let only = v
+                                .as_object()?
+                                .keys()
+                                .all(|k| k == "const" || k == "description");
+                            only.then(|| {
+                                (
+                                    c.clone(),
+                                    v["description"].as_str().unwrap_or_default().to_owned(),
+                                )
+                            })
+                        })
+                        .collect()
+                });
+            if let Some(consts) = consts.filter(|c| !c.is_empty()) {
+                map.remove("oneOf");
+                let listed: Vec<String> = consts
+                    .iter()
+                    .map(|(c, d)| format!("`{}`: {d}", c.as_str().unwrap_or_default()))
+                    .collect();
+                let base = map
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                map.insert(
+                    "description".into(),
+                    Value::from(
+                        format!("{base} Values: {}", listed.join(" "))
+                            .trim()
+                            .to_owned(),
+                    ),
+                );
+                map.insert(
+                    "enum".into(),
+                    Value::Array(consts.iter().map(|(c, _)| c.clone()).collect()),
+                );
+                map.insert(
+                    "x-enum-descriptions".into(),
+                    Value::Array(consts.into_iter().map(|(_, d)| Value::from(d)).collect()),
+                );
+            }
+            map.values_mut().for_each(closed_sets_as_enums);
+        }
+        Value::Array(items) => items.iter_mut().for_each(closed_sets_as_enums),
+        _ => {}
+    }
 }
 
 /// Removes `default` from the properties of the schemas that only request bodies use: a
@@ -275,6 +339,36 @@ pub(crate) async fn openapi_json() -> crate::extract::Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A closed set is an `enum` (generators such as openapi-python-client refuse every value
+    /// but the first of a `oneOf` of `const`s), and each value keeps its explanation.
+    #[test]
+    fn closed_sets_are_enums() {
+        let doc = document();
+        let schemas = &doc["components"]["schemas"];
+        assert_eq!(
+            schemas["InstallScope"]["enum"],
+            serde_json::json!(["host", "tenant"])
+        );
+        assert_eq!(
+            schemas["RunStatus"]["enum"],
+            serde_json::json!(["running", "cancelled", "completed"])
+        );
+        let described = schemas["RunStatus"]["description"].as_str().unwrap();
+        assert!(
+            described.contains("`cancelled`: The run was ended with"),
+            "{described}"
+        );
+        assert_eq!(
+            schemas["RunStatus"]["x-enum-descriptions"][2],
+            "The run's time to live ended; its snapshot is released."
+        );
+        let text = doc.to_string();
+        assert!(
+            !text.contains("\"oneOf\":[{\"const\""),
+            "a oneOf of consts is left"
+        );
+    }
 
     #[test]
     fn request_only_schemas_leave_their_defaults_to_the_description() {

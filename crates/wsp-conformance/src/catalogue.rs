@@ -37,6 +37,9 @@ const REQUEST_BODY: Gate = Gate::Advertised(&["workspace.supported", "limits.max
 const MAX_FILES: Gate = Gate::Advertised(&["workspace.supported", "workspace.maxFiles"]);
 const RUNS: Gate = Gate::Advertised(&["workspace.supported", "wsp.runs"]);
 const EVENTS: Gate = Gate::Advertised(&["workspace.supported", "wsp.events"]);
+const DELETE_EVENTS: Gate =
+    Gate::Advertised(&["workspace.supported", "wsp.events", "wsp.deleteEvents"]);
+const UPDATED_BY: Gate = Gate::Advertised(&["workspace.supported", "wsp.history", "wsp.updatedBy"]);
 const AGENTS: Gate = Gate::Advertised(&["agents.manifestRuntime.supported"]);
 const PUBLISH: Gate =
     Gate::Advertised(&["workspace.supported", "agents.manifestRuntime.supported"]);
@@ -99,6 +102,7 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-VER-002", "WIRE §3", VERSIONED, "?version=0, negative or non-integer answers 400 validation_error", versions::bad_version_refused),
     scenario!("WS-VER-003", "WIRE §4", VERSIONED, "?version= of a version never written answers 404", versions::future_version_404),
     scenario!("WS-VER-004", "RFC 0059 §A (Phase-0 ruling 2)", MAX_VERSIONS, "At least maxVersions versions are retained", versions::retains_max_versions),
+    scenario!("WS-VER-005", "WIRE §3 (wsp extension)", UPDATED_BY, "The file, its list entry and its history entries name who wrote each version (updatedBy)", versions::versions_name_their_writer),
 
     scenario!("WS-DEL-001", "RFC 0059 §C", WS, "DELETE answers 204 with no body; GET then answers 404", delete::delete_then_404),
     scenario!("WS-DEL-002", "WIRE §4", WS, "DELETE of an absent or deleted path answers 404 not_found", delete::delete_absent_404),
@@ -147,6 +151,7 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-EVT-001", "RFC 0059 §C, WIRE §5", EVENTS, "workspace.updated events arrive in commit order; a delete carries the tombstone's version", runs::events_in_commit_order),
     scenario!("WS-EVT-002", "WIRE §5", EVENTS, "Last-Event-ID resumes with no gap and no duplicate", runs::resume_without_gap_or_duplicate),
     scenario!("WS-EVT-003", "RFC 0059 §E WCT-1, WIRE §5", EVENTS, "Owner B's feed never carries owner A's changes", runs::other_owner_never_sees_events),
+    scenario!("WS-EVT-004", "WIRE §5 (wsp extension)", DELETE_EVENTS, "A delete's event payload has deleted: true; a write's has no deleted key", runs::delete_events_say_so),
 
     scenario!("WS-AGT-001", "RFC 0074 §B", AGENTS, "manifestRuntime has only supported, handoffValidation and installScope (host or tenant)", agents::capability_shape),
     scenario!("WS-AGT-002", "RFC 0074 §A, WIRE §2", AGENTS, "No or an unknown key: 401 on GET /v1/agents and /v1/agents/{id}, never a list", agents::credential_required),

@@ -16,6 +16,9 @@ pub(crate) const FILE_KEYS: [&str; 6] = [
     "updatedAt",
 ];
 
+/// Keys a WorkspaceFile may carry besides [`FILE_KEYS`]: documented wsp extensions.
+const EXTENSION_FILE_KEYS: [&str; 1] = ["updatedBy"];
+
 /// A WorkspaceFile (or a list entry) read off the wire after its shape was checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FileView {
@@ -158,7 +161,7 @@ pub(crate) fn file_view(map: &Map<String, Value>, with_content: bool) -> Result<
     let extra: Vec<&str> = map
         .keys()
         .map(String::as_str)
-        .filter(|k| !FILE_KEYS.contains(k))
+        .filter(|k| !FILE_KEYS.contains(k) && !EXTENSION_FILE_KEYS.contains(k))
         .collect();
     if !extra.is_empty() {
         return Err(format!("unexpected keys {extra:?}"));
@@ -186,6 +189,9 @@ pub(crate) fn file_view(map: &Map<String, Value>, with_content: bool) -> Result<
     let etag = string("etag")?;
     if etag.is_empty() {
         return Err("`etag` is empty".into());
+    }
+    if let Some(by) = map.get("updatedBy").filter(|v| !v.is_string()) {
+        return Err(format!("`updatedBy` is {}, not a string", kind(by)));
     }
     let updated_at = string("updatedAt")?;
     if chrono::DateTime::parse_from_rfc3339(&updated_at).is_err() {

@@ -22,6 +22,7 @@ fn meta(m: FileMeta) -> WorkspaceFileMeta {
         etag: Some(m.etag.into_string()),
         path: m.path,
         updated_at: m.updated_at,
+        updated_by: m.author,
         version: version(m.version),
     }
 }
@@ -39,6 +40,7 @@ pub fn file(f: StoredFile) -> Vec<u8> {
         etag: Some(m.etag.into_string()),
         path: m.path,
         updated_at: m.updated_at,
+        updated_by: m.author,
         version: version(m.version),
     })
 }
@@ -100,7 +102,9 @@ pub fn discovery(
         workspace: Some(workspace),
         wsp: config.workspace_enabled.then_some(WspExtensions {
             events: features.change_feed,
+            delete_events: features.change_feed.then_some(true),
             history: true,
+            updated_by: Some(true),
             runs: features.snapshots,
             max_open_runs: NonZeroU64::new(config.max_open_runs).filter(|_| features.snapshots),
             max_pinned_bytes: features.snapshots.then_some(config.max_pinned_bytes),

@@ -159,6 +159,8 @@ struct Feed {
 fn to_event(e: &ChangeEvent) -> Event {
     let data = WorkspaceEvent {
         payload: WorkspaceUpdated {
+            // Said only of a delete: a write's payload stays what OpenWOP v1 defines.
+            deleted: e.deleted.then_some(true),
             path: e.path.clone(),
             version: encode::version(e.version),
         },

@@ -466,6 +466,12 @@ pub struct WorkspaceFile {
     /// When this version was written (RFC 3339).
     #[serde(rename = "updatedAt")]
     pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
+    /// Who wrote this version: the principal of the key that wrote it (for an agent's key, the agent), as the server recorded it. A wsp extension; absent when no principal was recorded.
+    #[serde(
+        rename = "updatedBy",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub updated_by: ::std::option::Option<::std::string::String>,
     /// Version within the file's current life: 1 for the first write, plus 1 for each later write.
     pub version: ::std::num::NonZeroU64,
 }
@@ -516,6 +522,12 @@ pub struct WorkspaceFileMeta {
     /// When this version was written (RFC 3339).
     #[serde(rename = "updatedAt")]
     pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
+    /// Who wrote this version: the principal of the key that wrote it (for an agent's key, the agent), as the server recorded it. A wsp extension; absent when no principal was recorded.
+    #[serde(
+        rename = "updatedBy",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub updated_by: ::std::option::Option<::std::string::String>,
     /// Version within the file's current life: 1 for the first write, plus 1 for each later write.
     pub version: ::std::num::NonZeroU64,
 }
@@ -523,6 +535,9 @@ pub struct WorkspaceFileMeta {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceUpdated {
+    /// `true` when the change is a delete: the path has no live file any more and `version` is the tombstone's. Absent for a write. A wsp extension: OpenWOP v1 clients read a delete as a change of `version`.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub deleted: ::std::option::Option<bool>,
     /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component.
     pub path: crate::WorkspacePath,
     /// The version the write created; for a delete, the tombstone's version (the last version plus one).
@@ -532,6 +547,12 @@ pub struct WorkspaceUpdated {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WspExtensions {
+    /// A delete's `workspace.updated` payload carries `deleted: true`. Absent: deletes look like writes in the feed.
+    #[serde(
+        rename = "deleteEvents",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub delete_events: ::std::option::Option<bool>,
     /// `GET /v1/host/workspace/events`: the `workspace.updated` change feed as Server-Sent Events.
     pub events: bool,
     /// `GET /v1/host/workspace/history/{path}`: the retained versions of a file.
@@ -550,6 +571,12 @@ pub struct WspExtensions {
     pub max_pinned_bytes: ::std::option::Option<u64>,
     /// `POST /v1/runs` and the run snapshot reads `GET /v1/runs/{runId}/workspace/files[/{path}]` (RFC 0059 section D).
     pub runs: bool,
+    /// Files, list entries and history entries carry `updatedBy`, who wrote each version. Absent: they do not.
+    #[serde(
+        rename = "updatedBy",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub updated_by: ::std::option::Option<bool>,
 }
 /// Generation of default values for serde.
 pub mod defaults {

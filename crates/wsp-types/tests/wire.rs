@@ -89,6 +89,7 @@ fn meta() -> WorkspaceFileMeta {
         version: NonZeroU64::new(3).unwrap(),
         etag: Some("\"00000000000004d2-3\"".into()),
         updated_at: "2026-05-25T10:15:00Z".parse().unwrap(),
+        updated_by: None,
     }
 }
 

@@ -275,6 +275,28 @@ pub(crate) async fn events_in_commit_order(ctx: &Ctx) -> ScenarioResult {
     ))
 }
 
+/// WS-EVT-004
+pub(crate) async fn delete_events_say_so(ctx: &Ctx) -> ScenarioResult {
+    let a = a(ctx)?;
+    let p = path(ctx, "feed-delete.md")?;
+    let mut feed = a
+        .events(None)
+        .await
+        .map_err(failed("GET /v1/host/workspace/events"))?;
+    put(&a, &p, "1").await?;
+    a.delete(&p, None).await.map_err(failed("DELETE"))?;
+    let write = next_for(&mut feed, &p).await?;
+    let delete = next_for(&mut feed, &p).await?;
+    match (write.payload.deleted, delete.payload.deleted) {
+        (None, Some(true)) => Ok(Outcome::pass(
+            "the delete's payload has deleted: true, the write's has no deleted key",
+        )),
+        (w, d) => Err(Outcome::fail(format!(
+            "deleted is {w:?} on the write and {d:?} on the delete; want absent and true"
+        ))),
+    }
+}
+
 /// WS-EVT-002
 pub(crate) async fn resume_without_gap_or_duplicate(ctx: &Ctx) -> ScenarioResult {
     let a = a(ctx)?;

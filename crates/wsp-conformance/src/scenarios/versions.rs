@@ -120,3 +120,46 @@ pub(crate) async fn retains_max_versions(ctx: &Ctx) -> ScenarioResult {
         "the last {keep} of {writes} versions are served"
     )))
 }
+
+/// WS-VER-005
+pub(crate) async fn versions_name_their_writer(ctx: &Ctx) -> ScenarioResult {
+    let a = ctx.as_a()?;
+    let path = ctx.path("written-by.md");
+    for content in ["one", "two"] {
+        a.put(&path, content).send().await?.expect_file(&path)?;
+    }
+    let who = |v: &serde_json::Value, place: &str| -> Result<String, Outcome> {
+        match v.get("updatedBy") {
+            Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+            other => Err(Outcome::fail(format!(
+                "{place}: updatedBy is {other:?}, want a non-empty string"
+            ))),
+        }
+    };
+    let file = a.get(&path).send().await?;
+    let mut names = vec![who(&file.json()?, "GET")?];
+    let listed = a.list(Some(&path)).send().await?.json()?;
+    let entry = listed["files"]
+        .as_array()
+        .and_then(|files| files.iter().find(|f| f["path"] == path.as_str()))
+        .ok_or_else(|| Outcome::fail("the list does not have the file"))?;
+    names.push(who(entry, "list entry")?);
+    let history = a.history(&path).send().await?.json()?;
+    for (i, version) in history["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        names.push(who(version, &format!("history entry {i}"))?);
+    }
+    if names.len() < 4 || names.iter().any(|n| *n != names[0]) {
+        return Err(Outcome::fail(format!(
+            "one key wrote both versions, yet updatedBy reads {names:?}"
+        )));
+    }
+    Ok(Outcome::pass(format!(
+        "the file, its list entry and both history entries name {:?}",
+        names[0]
+    )))
+}

@@ -21,6 +21,8 @@ const NOT_FOR_THE_FAKE: &[&str] = &[
     "WS-EVT-001",
     "WS-EVT-002",
     "WS-EVT-003",
+    "WS-EVT-004",
+    "WS-VER-005",
     "WS-AGT-001",
     "WS-AGT-002",
     "WS-AGT-003",

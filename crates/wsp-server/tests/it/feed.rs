@@ -502,3 +502,28 @@ async fn a_stream_asked_for_after_shutdown_began_is_refused() {
         (503, "service_unavailable")
     );
 }
+
+/// A delete's event says so (`deleted: true`); a write's payload has no such key, as OpenWOP v1
+/// defines it.
+#[tokio::test]
+async fn a_delete_says_so_in_its_event() {
+    let server = start(Arc::new(MemoryStore::new(Limits::default()))).await;
+    let c = server.client(&server.key);
+    write(&c, "gone.md", "soon").await;
+    c.delete(&p("gone.md"), None).await.unwrap();
+    let mut stream = c.events(Some(0)).await.unwrap();
+    let mut payloads = Vec::new();
+    for _ in 0..2 {
+        match next_item(&mut stream).await {
+            Some(FeedItem::Updated(e)) => payloads.push(e.payload),
+            other => panic!("expected an update, got {other:?}"),
+        }
+    }
+    assert_eq!(payloads[0].deleted, None);
+    assert_eq!(
+        (payloads[1].deleted, payloads[1].version.get()),
+        (Some(true), 2)
+    );
+    let write_text = serde_json::to_string(&payloads[0]).unwrap();
+    assert!(!write_text.contains("deleted"), "{write_text}");
+}

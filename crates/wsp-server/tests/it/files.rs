@@ -1242,3 +1242,36 @@ async fn cors_is_off_by_default_and_answers_only_allowed_origins() {
         );
     }
 }
+
+/// Who wrote each version (`updatedBy`, the principal of the key that wrote it) is on the
+/// file, its list entry and each of its history entries; another principal's write is its own.
+#[tokio::test]
+async fn each_version_names_who_wrote_it() {
+    let s = start().await;
+    for (key, content) in [(&s.key_a, "by alice"), (&s.key_a_read, "refused")] {
+        let _ = put_req(&s, key, "who.md", json!({"content": content}))
+            .send()
+            .await
+            .unwrap();
+    }
+    let read = |url: String| {
+        let key = s.key_a.clone();
+        async move {
+            let r = reqwest::Client::new()
+                .get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap();
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let file = read(s.url("/v1/host/workspace/files/who.md")).await;
+    assert_eq!(file["updatedBy"], "alice", "{file}");
+    let list = read(s.url("/v1/host/workspace/files?prefix=who")).await;
+    assert_eq!(list["files"][0]["updatedBy"], "alice", "{list}");
+    let history = read(s.url("/v1/host/workspace/history/who.md")).await;
+    assert_eq!(history["versions"][0]["updatedBy"], "alice", "{history}");
+    let typed = s.a().get(&p("who.md"), None).await.unwrap();
+    assert_eq!(typed.updated_by.as_deref(), Some("alice"));
+}

@@ -98,6 +98,8 @@ pub fn discovery(
         },
         protocol_version: "1.0".into(),
         schema_versions: Default::default(),
+        // Request and response JSON only: no OpenWOP run-event stream or poll profile.
+        supported_transports: vec!["rest".into()],
         supported_envelopes: vec![],
         workspace: Some(workspace),
         wsp: config.workspace_enabled.then_some(WspExtensions {

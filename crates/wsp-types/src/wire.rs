@@ -78,6 +78,13 @@ pub struct Discovery {
     /// Envelope kinds the host accepts; may be empty.
     #[serde(rename = "supportedEnvelopes")]
     pub supported_envelopes: ::std::vec::Vec<::std::string::String>,
+    /// The OpenWOP transports this host serves (the network-handshake part of OpenWOP's capabilities). wsp serves `rest` only: request and response JSON over HTTP. It serves no run-event stream (`sse`) and no run-event poll (`poll`) profile, so a client must not expect them; its workspace change feed is a wsp extension, advertised by `wsp.events`.
+    #[serde(
+        rename = "supportedTransports",
+        default,
+        skip_serializing_if = "::std::vec::Vec::is_empty"
+    )]
+    pub supported_transports: ::std::vec::Vec<::std::string::String>,
     /// The workspace file store (RFC 0059); absent when the host has none.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub workspace: ::std::option::Option<WorkspaceCapability>,

@@ -204,6 +204,40 @@ pub(crate) async fn implementation_shape(ctx: &Ctx) -> ScenarioResult {
     )))
 }
 
+/// WS-DISC-010
+pub(crate) async fn transports_shape(ctx: &Ctx) -> ScenarioResult {
+    let doc = ctx.discovery()?;
+    let reply = ctx.discovery_reply()?;
+    let Some(transports) = doc.get("supportedTransports") else {
+        return Ok(Outcome::inapplicable("no `supportedTransports`"));
+    };
+    let Some(items) = transports.as_array() else {
+        return Err(reply.fail(format!(
+            "`supportedTransports` is {}, not an array",
+            kind(transports)
+        )));
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for item in items {
+        match item.as_str() {
+            Some(name) if !name.is_empty() && !names.contains(&name) => names.push(name),
+            _ => {
+                return Err(reply.fail(format!(
+                    "`supportedTransports` holds {item}: each entry is a distinct, non-empty string"
+                )));
+            }
+        }
+    }
+    let events = doc.get("wsp").and_then(|w| w.get("events"));
+    if names.contains(&"sse") && events != Some(&Value::Bool(true)) {
+        // wsp's only stream is its change feed; a host naming `sse` should serve one.
+        return Err(
+            reply.fail("`supportedTransports` names sse, yet the host advertises no event stream")
+        );
+    }
+    Ok(Outcome::pass(format!("supportedTransports {names:?}")))
+}
+
 /// WS-DISC-008
 pub(crate) async fn openapi_document(ctx: &Ctx) -> ScenarioResult {
     let reply = ctx.anonymous().call("GET", OPENAPI).send().await?;

@@ -227,9 +227,9 @@ async fn the_cli_writes_reports_and_sets_the_exit_code() {
     assert_eq!(json["suite"], "wsp-conformance");
     assert!(json["date"].as_str().unwrap().ends_with('Z'));
     assert_eq!(json["counts"]["failed"], 0);
-    assert_eq!(json["scenarios"].as_array().unwrap().len(), 18);
+    assert_eq!(json["scenarios"].as_array().unwrap().len(), 19);
     let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).unwrap();
-    assert!(junit.contains("tests=\"18\" failures=\"0\""), "{junit}");
+    assert!(junit.contains("tests=\"19\" failures=\"0\""), "{junit}");
 
     let broken = fake_host::start(Faults {
         no_cache_control: true,

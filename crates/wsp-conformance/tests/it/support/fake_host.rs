@@ -49,6 +49,8 @@ pub struct Faults {
     pub torn_writes: bool,
     /// Discovery says `workspace.supported: false`; the endpoints answer 501.
     pub workspace_unsupported: bool,
+    /// `supportedTransports` names `sse`, which the fake does not serve.
+    pub claims_sse: bool,
 }
 
 type Owner = &'static str;
@@ -261,6 +263,7 @@ fn discovery(host: &Host, headers: &HeaderMap) -> Response<Vec<u8>> {
         "limits": {"clarificationRounds": 3, "schemaRounds": 3, "envelopesPerTurn": 8,
                    "maxRequestBodyBytes": MAX_REQUEST_BODY},
         "implementation": {"name": "fake-host", "version": "0"},
+        "supportedTransports": if host.faults.claims_sse { json!(["rest", "sse"]) } else { json!(["rest"]) },
         "workspace": workspace,
     });
     let mut extra = if host.faults.no_cache_control {

@@ -52,6 +52,7 @@ def main() -> int:
         get_run,
         get_run_workspace_file,
         list_run_workspace_files,
+        list_runs,
     )
     from wsp_api.api.workspace import (
         delete_workspace_file,
@@ -72,6 +73,7 @@ def main() -> int:
         Run,
         RunCreate,
         RunCreated,
+        RunList,
         WorkspaceEvent,
         WorkspaceFile,
         WorkspaceFileCreate,
@@ -287,6 +289,10 @@ def main() -> int:
         expect(seen.content == "# Plan v2", f"run read {seen.content!r}")
         cancelled = answered(call("cancelRun", cancel_run, run_id, client=client), 200, Run)
         expect(cancelled.status == "cancelled", f"status {cancelled.status}")
+        page = answered(call("listRuns", list_runs, client=client, limit=1), 200, RunList)
+        expect([r.run_id for r in page.runs] == [run_id], f"newest run {page.runs}")
+        expect(page.runs[0].status == "cancelled", f"listed status {page.runs[0].status}")
+        expect(isinstance(page.next_cursor, str), "no nextCursor on a full page")
 
     def agents():
         inventory = answered(call("listAgents", list_agents, client=client), 200, AgentInventory)
@@ -386,7 +392,7 @@ def main() -> int:
     check("putWorkspaceFile If-Match stale -> 409", put_stale)
     check("getWorkspaceFile, and ?version", get_and_version)
     check("listWorkspaceFiles, getWorkspaceFileHistory", list_and_history)
-    check("createRun, getRun, run files, cancelRun", runs)
+    check("createRun, getRun, run files, cancelRun, listRuns", runs)
     check("listAgents, getAgent (and unknown -> 404)", agents)
     check("publishWorkspaceFile", publish)
     check("workspaceEvents (400 generated; stream via its httpx client)", feed)

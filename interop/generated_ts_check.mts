@@ -222,6 +222,11 @@ async function runs() {
   );
   status(cancelled.response, 200);
   expect(cancelled.data?.status === "cancelled", `status ${cancelled.data?.status}`);
+  const page = await via("listRuns", client.GET("/v1/runs", { params: { query: { limit: 1 } } }));
+  status(page.response, 200);
+  const newest: Schemas["RunSummary"] | undefined = page.data?.runs[0];
+  expect(newest?.runId === runId && newest.status === "cancelled", `newest run ${JSON.stringify(newest)}`);
+  expect(typeof page.data?.nextCursor === "string", "no nextCursor on a full page");
 }
 
 async function agents() {
@@ -334,7 +339,7 @@ await check("putWorkspaceFile If-Match fresh, Idempotency-Key", putIfMatch);
 await check("putWorkspaceFile If-Match stale -> 409", putStale);
 await check("getWorkspaceFile, and ?version", getAndVersion);
 await check("listWorkspaceFiles, getWorkspaceFileHistory", listAndHistory);
-await check("createRun, getRun, run files, cancelRun", runs);
+await check("createRun, getRun, run files, cancelRun, listRuns", runs);
 await check("listAgents, getAgent (and unknown -> 404)", agents);
 await check("publishWorkspaceFile", publish);
 await check("workspaceEvents (400, and the stream)", feed);

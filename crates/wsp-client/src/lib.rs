@@ -34,7 +34,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 use wsp_types::wire::{
-    Discovery, Run, RunCreated, WorkspaceFile, WorkspaceFileCreate, WorkspaceFileHistory,
+    Discovery, Run, RunCreated, RunList, WorkspaceFile, WorkspaceFileCreate, WorkspaceFileHistory,
     WorkspaceFileList,
 };
 use wsp_types::{ETag, WorkspacePath};
@@ -300,6 +300,29 @@ impl Client {
         let body = serde_json::json!({ "workflowId": workflow_id });
         let req = self.request(Method::POST, "/v1/runs").json(&body);
         self.send(req).await
+    }
+
+    /// `GET /v1/runs[?limit=N][&cursor=C]` (wsp extension): one page of the caller's runs,
+    /// newest first. Pass the page's `next_cursor` as `cursor` for the next page; a page may
+    /// hold fewer than `limit` runs, and there is no more when `next_cursor` is `None`.
+    pub async fn list_runs(
+        &self,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<RunList, Error> {
+        let mut query = Vec::new();
+        if let Some(limit) = limit {
+            query.push(format!("limit={limit}"));
+        }
+        if let Some(cursor) = cursor {
+            query.push(format!("cursor={}", encode_segment(cursor)));
+        }
+        let mut url = "/v1/runs".to_owned();
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(&query.join("&"));
+        }
+        self.send(self.request(Method::GET, &url)).await
     }
 
     /// `GET /v1/runs/{runId}`.

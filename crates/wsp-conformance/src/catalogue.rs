@@ -36,6 +36,7 @@ const MAX_FILE_BYTES: Gate = Gate::Advertised(&["workspace.supported", "workspac
 const REQUEST_BODY: Gate = Gate::Advertised(&["workspace.supported", "limits.maxRequestBodyBytes"]);
 const MAX_FILES: Gate = Gate::Advertised(&["workspace.supported", "workspace.maxFiles"]);
 const RUNS: Gate = Gate::Advertised(&["workspace.supported", "wsp.runs"]);
+const RUN_LIST: Gate = Gate::Advertised(&["workspace.supported", "wsp.runs", "wsp.runList"]);
 const EVENTS: Gate = Gate::Advertised(&["workspace.supported", "wsp.events"]);
 const DELETE_EVENTS: Gate =
     Gate::Advertised(&["workspace.supported", "wsp.events", "wsp.deleteEvents"]);
@@ -149,6 +150,7 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-RUN-002", "RFC 0059 §D, WIRE §6", RUNS, "A run's snapshot answers the same after a delete and re-create of the path", runs::snapshot_survives_delete_and_recreate),
     scenario!("WS-RUN-003", "WIRE §6", RUNS, "A cancelled run reports cancelled and its snapshot reads answer 404", runs::ended_runs_release_their_snapshot),
     scenario!("WS-RUN-004", "RFC 0059 §E WCT-1, WIRE §6", RUNS, "Owner B reading A's run gets exactly the answer for an unknown run", runs::other_owner_sees_no_run),
+    scenario!("WS-RUN-005", "WIRE §6 (wsp extension)", RUN_LIST, "GET /v1/runs lists the caller's runs newest first across pages, and never another owner's", runs::runs_are_listed_newest_first),
     scenario!("WS-EVT-001", "RFC 0059 §C, WIRE §5", EVENTS, "workspace.updated events arrive in commit order; a delete carries the tombstone's version", runs::events_in_commit_order),
     scenario!("WS-EVT-002", "WIRE §5", EVENTS, "Last-Event-ID resumes with no gap and no duplicate", runs::resume_without_gap_or_duplicate),
     scenario!("WS-EVT-003", "RFC 0059 §E WCT-1, WIRE §5", EVENTS, "Owner B's feed never carries owner A's changes", runs::other_owner_never_sees_events),

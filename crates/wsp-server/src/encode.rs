@@ -108,6 +108,7 @@ pub fn discovery(
             history: true,
             updated_by: Some(true),
             runs: features.snapshots,
+            run_list: features.snapshots.then_some(true),
             max_open_runs: NonZeroU64::new(config.max_open_runs).filter(|_| features.snapshots),
             max_pinned_bytes: features.snapshots.then_some(config.max_pinned_bytes),
         }),

@@ -442,6 +442,7 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
         endpoint!(agents::list => agents::ListAgentsOp),
         endpoint!(agents::get_one => agents::GetAgentOp),
         endpoint!(runs::create => runs::CreateRunOp),
+        endpoint!(runs::list => runs::ListRunsOp),
         endpoint!(runs::get_run => runs::GetRunOp),
         endpoint!(runs::cancel => runs::CancelRunOp),
         endpoint!(runs::list_files => runs::ListRunFilesOp),

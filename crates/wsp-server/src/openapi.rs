@@ -280,6 +280,10 @@ fn declare_enforced(doc: &mut Value) {
                     schema["pattern"] = Value::from(PREFIX_PATTERN);
                     schema["maxLength"] = Value::from(wsp_types::MAX_PATH_LEN);
                 }
+                // What `GET /v1/runs` gave as `nextCursor` (runs::cursor_text).
+                ("cursor", "query") => {
+                    schema["pattern"] = Value::from(r"^[0-9]{1,19}-[0-9a-f]{32}$");
+                }
                 ("Idempotency-Key", "header") => {
                     schema["pattern"] = Value::from(r"^[!-~]{1,255}$");
                 }

@@ -10,9 +10,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::Utc;
 use wsp_store::{
-    QuotaExceeded, RunMeta, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota, StoreError,
+    QuotaExceeded, RunMeta, SnapshotCursor, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota,
+    StoreError,
 };
-use wsp_types::wire::{Run, RunCreate, RunCreated, RunOwner, RunStatus, RunWorkspaceEntry};
+use wsp_types::wire::{
+    Run, RunCreate, RunCreated, RunList, RunOwner, RunStatus, RunSummary, RunWorkspaceEntry,
+};
 use wsp_types::{ErrorCode, Owner, WorkspacePrefix};
 
 use crate::auth::Caller;
@@ -382,6 +385,158 @@ pub(crate) async fn get_run(
     let (info, meta) = load(&state, &auth.owner, &id).await?;
     let run = run_document(&state, &auth.owner, &info, meta).await?;
     Ok(Reply::json(&run))
+}
+
+/// Runs listed by default on one page of `GET /v1/runs`.
+pub(crate) const DEFAULT_RUNS_PAGE: usize = 50;
+/// The most runs one page of `GET /v1/runs` may ask for.
+pub(crate) const MAX_RUNS_PAGE: usize = 200;
+
+/// `?limit=N&cursor=C` of `GET /v1/runs`.
+pub(crate) struct RunsPage {
+    limit: usize,
+    after: Option<SnapshotCursor>,
+}
+
+impl axum::extract::FromRequestParts<AppState> for RunsPage {
+    type Rejection = WireError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &AppState,
+    ) -> Result<Self, WireError> {
+        let params = crate::request::query_params(parts.uri.query())?;
+        let field = |name: &'static str, problem: String| {
+            WireError::validation(problem).with_detail("field", name)
+        };
+        if let Some((name, _)) = params.iter().find(|(k, _)| k != "limit" && k != "cursor") {
+            return Err(WireError::validation(format!(
+                "unknown query parameter {name:?}: GET /v1/runs takes limit and cursor"
+            )));
+        }
+        let limit = match crate::request::param(&params, "limit") {
+            None => DEFAULT_RUNS_PAGE,
+            Some(text) => text
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_RUNS_PAGE).contains(n))
+                .ok_or_else(|| {
+                    field(
+                        "limit",
+                        format!("limit must be an integer from 1 to {MAX_RUNS_PAGE}"),
+                    )
+                })?,
+        };
+        let after = match crate::request::param(&params, "cursor") {
+            None => None,
+            Some(text) => Some(parse_cursor(text).ok_or_else(|| {
+                field(
+                    "cursor",
+                    "cursor is not one this server gave (use a nextCursor as it was sent)".into(),
+                )
+            })?),
+        };
+        Ok(Self { limit, after })
+    }
+}
+
+impl fails::Fallible for RunsPage {
+    fn failures() -> Vec<Failure> {
+        vec![fails::BAD_QUERY]
+    }
+}
+
+/// A `nextCursor`: the start time of the page's last run in microseconds, `-`, and its id.
+fn cursor_text(cursor: &SnapshotCursor) -> String {
+    format!(
+        "{}-{}",
+        cursor.created_at.timestamp_micros().max(0),
+        cursor.id.as_str()
+    )
+}
+
+/// Reads [`cursor_text`]'s form. A time past what the clock can say reads as the latest
+/// representable time: such a cursor continues from the newest run.
+fn parse_cursor(text: &str) -> Option<SnapshotCursor> {
+    let (micros, id) = text.split_once('-')?;
+    if micros.is_empty() || micros.len() > 19 || !micros.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let micros: u64 = micros.parse().ok()?;
+    let created_at = i64::try_from(micros)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_micros)
+        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
+    Some(SnapshotCursor {
+        created_at,
+        id: SnapshotId::parse(id)?,
+    })
+}
+
+/// The OpenAPI operation of [`list`] and the failures of its own steps.
+pub(crate) struct ListRunsOp;
+
+impl Documented for ListRunsOp {
+    const OWN: &'static [Failure] = &[fails::NO_SNAPSHOTS, fails::STORE_UNAVAILABLE];
+}
+
+/// `GET /v1/runs` (extension): the caller's runs, newest first, a page at a time.
+#[utoipa::path(
+    get,
+    impl_for = ListRunsOp,
+    path = CREATE,
+    tag = "runs",
+    operation_id = "listRuns",
+    summary = "List the caller's runs, newest first (wsp extension)",
+    description = "Needs `runs:read`. The caller's runs, running and ended (until the server forgets ended ones), newest first, each with its id, status, workflow and times. A page holds at most `limit` runs and may hold fewer; `nextCursor` continues the listing and its absence means there is no more. A run started after a page was read never shifts the later pages. Another owner's runs are never listed.",
+    params(
+        ("limit" = Option<u64>, Query, minimum = 1, maximum = 200, description = "Most runs on the page (default 50)."),
+        ("cursor" = Option<String>, Query, description = "The `nextCursor` of the previous page, as it was sent."),
+    ),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "One page of runs.", body = ref("#/components/schemas/RunList")),
+    ),
+)]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    auth: Authed<RunsRead>,
+    page: RunsPage,
+) -> Result<Reply, WireError> {
+    let store = &state.inner.store;
+    let infos = store
+        .list_snapshots(&auth.owner, page.after.as_ref(), page.limit)
+        .await
+        .or_wire("runs")?;
+    let next = (infos.len() == page.limit)
+        .then(|| infos.last().map(SnapshotCursor::after))
+        .flatten();
+    let now = Utc::now();
+    let mut runs = Vec::with_capacity(infos.len());
+    for mut info in infos {
+        // A snapshot that is not a run's is no run.
+        let Some(meta) = info.label.run().cloned() else {
+            continue;
+        };
+        // As `GET /v1/runs/{runId}` does: a run past its time to live ends when read.
+        if info.released.is_none() && meta.expired(info.created_at, now) {
+            info = store
+                .release_snapshot(&auth.owner, &info.id, "completed")
+                .await
+                .map_err(|e| map(e, &info.id))?;
+        }
+        runs.push(RunSummary {
+            ended_at: info.released.as_ref().map(|(at, _)| *at),
+            run_id: info.id.to_string(),
+            started_at: info.created_at,
+            status: status_of(&info),
+            workflow_id: meta.workflow_id,
+        });
+    }
+    Ok(Reply::json(&RunList {
+        next_cursor: next.as_ref().map(cursor_text),
+        runs,
+    }))
 }
 
 /// The OpenAPI operation of [`cancel`] and the failures of its own steps.

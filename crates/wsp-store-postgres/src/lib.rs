@@ -106,9 +106,9 @@ use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, R
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota,
-    SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
-    check_file_size,
+    Precondition, QuotaExceeded, SnapshotCursor, SnapshotId, SnapshotInfo, SnapshotLabel,
+    SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile,
+    WorkspaceStore, check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -714,6 +714,20 @@ impl WorkspaceStore for PgStore {
         Box::pin(async move {
             retrying!(inner.db, Attempts::read("snapshot info"), |client| {
                 snapshots::info_of(&client, &inner.snapshots, owner, id)
+            })
+        })
+    }
+
+    fn list_snapshots<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: Option<&'a SnapshotCursor>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<SnapshotInfo>> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("list snapshots"), |client| {
+                snapshots::list(&client, &inner.snapshots, owner, after, limit)
             })
         })
     }

@@ -194,6 +194,13 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         );
         "#,
     },
+    // 7: an owner's snapshots newest first, in pages (`list_snapshots`).
+    Migration {
+        description: "snapshots by time",
+        sql: r#"
+        CREATE INDEX wsp_snapshots_by_time ON {s}.wsp_snapshots (tenant, workspace, created_at, id);
+        "#,
+    },
 ];
 
 /// A validated PostgreSQL schema name: 1 to 63 characters of `a-z`, `0-9` and `_`, starting

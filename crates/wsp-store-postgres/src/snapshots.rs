@@ -12,8 +12,8 @@ use deadpool_postgres::{Client, GenericClient};
 use tokio_postgres::Row;
 use wsp_store::write::prefix_end;
 use wsp_store::{
-    ChangeEvent, ChangePage, FileMeta, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel,
-    SnapshotQuota, SnapshotUsage, StoreError,
+    ChangeEvent, ChangePage, FileMeta, QuotaExceeded, SnapshotCursor, SnapshotId, SnapshotInfo,
+    SnapshotLabel, SnapshotQuota, SnapshotUsage, StoreError,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -77,6 +77,15 @@ const INSERT_SNAPSHOT: &str = "
 const INFO: &str = "
     SELECT seq, label, created_at, released_at, outcome FROM {s}.wsp_snapshots
     WHERE tenant = $1 AND workspace = $2 AND id = $3";
+
+/// The owner's snapshots taken before (`$3`, `$4`), or all when `$3` is NULL, newest first, `$5`
+/// at most (through `wsp_snapshots_by_time`).
+const LIST: &str = "
+    SELECT seq, label, created_at, released_at, outcome, id FROM {s}.wsp_snapshots
+    WHERE tenant = $1 AND workspace = $2
+      AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::text COLLATE \"C\"))
+    ORDER BY created_at DESC, id DESC
+    LIMIT $5";
 
 /// Open snapshots of every owner taken before `$1`, oldest first, `$2` at most.
 const OPEN_BEFORE: &str = "
@@ -179,6 +188,7 @@ pub(crate) struct SnapshotSql {
     usage: String,
     insert_snapshot: String,
     info: String,
+    list: String,
     open_before: String,
     count_open: String,
     forget_released: String,
@@ -200,6 +210,7 @@ impl SnapshotSql {
             usage: schema.render(USAGE),
             insert_snapshot: schema.render(INSERT_SNAPSHOT),
             info: schema.render(INFO),
+            list: schema.render(LIST),
             open_before: schema.render(OPEN_BEFORE),
             count_open: schema.render(COUNT_OPEN),
             forget_released: schema.render(FORGET_RELEASED),
@@ -355,6 +366,31 @@ pub(crate) async fn info_of(
         .await?
         .ok_or(StoreError::NotFound)?;
     info(id, &row)
+}
+
+/// The owner's snapshots, newest first, after `after`, at most `limit`.
+pub(crate) async fn list(
+    client: &Client,
+    sql: &SnapshotSql,
+    owner: &Owner,
+    after: Option<&SnapshotCursor>,
+    limit: usize,
+) -> Result<Vec<SnapshotInfo>, Failure> {
+    let (tenant, workspace) = owner_params(owner);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let at = after.map(|c| c.created_at);
+    let id = after.map(|c| c.id.as_str());
+    let stmt = client.prepare_cached(&sql.list).await?;
+    let rows = client
+        .query(&stmt, &[&tenant, &workspace, &at, &id, &limit])
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let id = SnapshotId::parse(row.try_get(5)?)
+                .ok_or_else(|| StoreError::internal("a stored snapshot id is not 32 hex digits"))?;
+            info(&id, row)
+        })
+        .collect()
 }
 
 /// Open snapshots of every owner taken before `cutoff`, oldest first, at most `limit`.

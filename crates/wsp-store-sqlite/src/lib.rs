@@ -100,9 +100,9 @@ use rusqlite::Connection;
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, CommitObserver, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
-    Limits, Precondition, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota,
-    SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
-    check_file_size,
+    Limits, Precondition, QuotaExceeded, SnapshotCursor, SnapshotId, SnapshotInfo, SnapshotLabel,
+    SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile,
+    WorkspaceStore, check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -730,6 +730,16 @@ impl WorkspaceStore for SqliteStore {
     ) -> StoreFuture<'a, SnapshotInfo> {
         let (owner, id) = (owner.clone(), id.clone());
         self.point_read(move |conn| snapshots::info(conn, &owner, &id))
+    }
+
+    fn list_snapshots<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: Option<&'a SnapshotCursor>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<SnapshotInfo>> {
+        let (owner, after) = (owner.clone(), after.cloned());
+        self.read(move |conn| snapshots::list(conn, &owner, after.as_ref(), limit))
     }
 
     fn release_snapshot<'a>(

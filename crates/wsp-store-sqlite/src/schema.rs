@@ -179,6 +179,10 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ) STRICT, WITHOUT ROWID;
     CREATE INDEX idempotency_by_age ON idempotency (created_at);
     ",
+    // 5: an owner's snapshots newest first, in pages (`list_snapshots`).
+    r"
+    CREATE INDEX snapshots_by_time ON snapshots (tenant, workspace, created_at, id);
+    ",
 ];
 
 /// Opens (creating if needed) the read-write connection, checks that the file is a wsp database

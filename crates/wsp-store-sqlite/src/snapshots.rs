@@ -10,8 +10,8 @@
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, TransactionBehavior};
 use wsp_store::write::prefix_end;
 use wsp_store::{
-    FileMeta, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota, SnapshotUsage,
-    StoreError, StoredFile,
+    FileMeta, QuotaExceeded, SnapshotCursor, SnapshotId, SnapshotInfo, SnapshotLabel,
+    SnapshotQuota, SnapshotUsage, StoreError, StoredFile,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -32,6 +32,21 @@ const INFO: &str = "
 const OPEN_SEQ: &str = "
     SELECT seq FROM snapshots
     WHERE tenant = ?1 AND workspace = ?2 AND id = ?3 AND released_at IS NULL";
+
+/// The owner's newest `?3` snapshots, newest first (through `snapshots_by_time`).
+const LIST_NEWEST: &str = "
+    SELECT seq, label, created_at, released_at, outcome, id FROM snapshots
+    WHERE tenant = ?1 AND workspace = ?2
+    ORDER BY created_at DESC, id DESC
+    LIMIT ?3";
+
+/// The owner's `?5` snapshots after the one taken at `?3` (microseconds) with id `?4`, newest
+/// first.
+const LIST_AFTER: &str = "
+    SELECT seq, label, created_at, released_at, outcome, id FROM snapshots
+    WHERE tenant = ?1 AND workspace = ?2 AND (created_at, id) < (?3, ?4)
+    ORDER BY created_at DESC, id DESC
+    LIMIT ?5";
 
 /// Open snapshots of every owner taken before `?1` (microseconds), oldest first, `?2` at most.
 const OPEN_BEFORE: &str = "
@@ -265,6 +280,29 @@ pub(crate) fn info(
         })
         .map_err(|e| sqlite_error("snapshot info", e))?
         .ok_or(StoreError::NotFound)
+}
+
+/// The owner's snapshots, newest first, after `after`, at most `limit`.
+pub(crate) fn list(
+    conn: &Connection,
+    owner: &Owner,
+    after: Option<&SnapshotCursor>,
+    limit: usize,
+) -> Result<Vec<SnapshotInfo>, StoreError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let row = |row: &Row<'_>| record(row, &stored_id(row.get(5)?, 5)?);
+    match after {
+        None => conn
+            .prepare_cached(LIST_NEWEST)
+            .and_then(|mut stmt| stmt.query_map((tenant, workspace, limit), row)?.collect()),
+        Some(cursor) => conn.prepare_cached(LIST_AFTER).and_then(|mut stmt| {
+            let at = cursor.created_at.timestamp_micros();
+            stmt.query_map((tenant, workspace, at, cursor.id.as_str(), limit), row)?
+                .collect()
+        }),
+    }
+    .map_err(|e| sqlite_error("list snapshots", e))
 }
 
 /// Open snapshots of every owner taken before `cutoff`, oldest first, at most `limit`.
@@ -503,6 +541,8 @@ pub(crate) fn get_at(
 pub(crate) const STATEMENTS: &[&str] = &[
     TAKE,
     INFO,
+    LIST_NEWEST,
+    LIST_AFTER,
     OPEN_COUNT,
     ALL_OPEN_COUNT,
     PINNED_BYTES,

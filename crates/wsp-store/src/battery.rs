@@ -64,6 +64,7 @@ macro_rules! battery_tests {
             snapshots_see_the_moment_they_were_taken,
             snapshots_outlive_retention_until_released,
             snapshots_belong_to_their_owner,
+            an_owners_snapshots_are_listed_newest_first_in_pages,
             open_snapshots_are_listed_for_housekeeping,
             released_snapshots_are_forgotten_after_retention,
             pinned_bytes_follow_a_model,
@@ -867,6 +868,61 @@ where
     );
     let fresh = put(&s, &a, "r.md", "again").await;
     assert_eq!(fresh.meta.version, 1);
+}
+
+/// An owner's snapshots, open and released, newest first, in pages that stay consistent while
+/// snapshots are taken between them; another owner's never appear.
+pub async fn an_owners_snapshots_are_listed_newest_first_in_pages<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    use crate::SnapshotCursor;
+    let s = make(Limits::default()).await;
+    let (a, b) = (owner("a"), owner("b"));
+    assert_eq!(s.list_snapshots(&a, None, 10).await, Ok(vec![]));
+    let mut taken = Vec::new();
+    for i in 0..7 {
+        put(&s, &a, "f.md", &format!("{i}")).await;
+        taken.push(
+            s.snapshot(&a, &format!("run {i}").as_str().into())
+                .await
+                .unwrap(),
+        );
+        s.snapshot(&b, &"other".into()).await.unwrap();
+    }
+    s.release_snapshot(&a, &taken[2].id, "done").await.unwrap();
+    let newest_first: Vec<_> = taken.iter().rev().map(|t| t.id.clone()).collect();
+
+    let first = s.list_snapshots(&a, None, 3).await.unwrap();
+    let ids = |page: &[crate::SnapshotInfo]| page.iter().map(|i| i.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&first), newest_first[..3]);
+    // Taken between pages: newer than any cursor, so the next page is unchanged.
+    let late = s.snapshot(&a, &"late".into()).await.unwrap();
+    let cursor = SnapshotCursor::after(first.last().unwrap());
+    let second = s.list_snapshots(&a, Some(&cursor), 3).await.unwrap();
+    assert_eq!(ids(&second), newest_first[3..6]);
+    let cursor = SnapshotCursor::after(second.last().unwrap());
+    let third = s.list_snapshots(&a, Some(&cursor), 3).await.unwrap();
+    assert_eq!(ids(&third), newest_first[6..]);
+    let cursor = SnapshotCursor::after(third.last().unwrap());
+    assert_eq!(s.list_snapshots(&a, Some(&cursor), 3).await, Ok(vec![]));
+    // Released ones are listed with their release; records are whole.
+    let all = s.list_snapshots(&a, None, 100).await.unwrap();
+    assert_eq!(all.len(), 8);
+    assert_eq!(all[0].id, late.id);
+    let released = all.iter().find(|i| i.id == taken[2].id).unwrap();
+    assert_eq!(
+        released.released.as_ref().map(|r| r.1.as_str()),
+        Some("done")
+    );
+    assert_eq!(*released, s.snapshot_info(&a, &taken[2].id).await.unwrap());
+    assert_eq!(all.iter().filter(|i| i.released.is_none()).count(), 7);
+    // Another owner's never appear, whatever the cursor.
+    let theirs = s.list_snapshots(&b, None, 100).await.unwrap();
+    assert_eq!(theirs.len(), 7);
+    assert!(theirs.iter().all(|t| all.iter().all(|m| m.id != t.id)));
 }
 
 /// Another owner's snapshot answers exactly like an unknown one.

@@ -164,6 +164,19 @@ macro_rules! forward_store {
             $wrap
         }
     };
+    (@ list_snapshots, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
+        fn list_snapshots<'a>(
+            &'a self,
+            owner: &'a $crate::__private::Owner,
+            after: Option<&'a $crate::SnapshotCursor>,
+            limit: usize,
+        ) -> $crate::StoreFuture<'a, Vec<$crate::SnapshotInfo>> {
+            let $this = self;
+            let $op = "list_snapshots";
+            let $call = $to.list_snapshots(owner, after, limit);
+            $wrap
+        }
+    };
     (@ release_snapshot, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn release_snapshot<'a>(
             &'a self,

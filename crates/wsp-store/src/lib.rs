@@ -193,6 +193,31 @@ pub struct SnapshotInfo {
     pub released: Option<(DateTime<Utc>, String)>,
 }
 
+/// Where a page of [`WorkspaceStore::list_snapshots`] continues: after this snapshot, in
+/// newest-first order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotCursor {
+    /// When the last snapshot of the previous page was taken.
+    pub created_at: DateTime<Utc>,
+    /// Its id (which orders snapshots taken in the same microsecond).
+    pub id: SnapshotId,
+}
+
+impl SnapshotCursor {
+    /// The cursor that continues after `info`.
+    pub fn after(info: &SnapshotInfo) -> Self {
+        Self {
+            created_at: info.created_at,
+            id: info.id.clone(),
+        }
+    }
+
+    /// Whether `info` comes after this cursor in newest-first order.
+    pub fn precedes(&self, info: &SnapshotInfo) -> bool {
+        (info.created_at, info.id.as_str()) < (self.created_at, self.id.as_str())
+    }
+}
+
 /// One committed change in an owner's feed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChangeEvent {
@@ -466,6 +491,20 @@ pub trait WorkspaceStore: Send + Sync + 'static {
         id: &'a SnapshotId,
     ) -> StoreFuture<'a, SnapshotInfo> {
         let _ = (owner, id);
+        Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
+    }
+
+    /// `owner`'s snapshots, open and released (not those forgotten), newest first (by creation
+    /// time, then id): at most `limit`, after `after` (the last of the previous page) or from
+    /// the newest. Pages stay consistent while snapshots are taken: a new one is newer than
+    /// any cursor, so it never shifts a later page.
+    fn list_snapshots<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: Option<&'a SnapshotCursor>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<SnapshotInfo>> {
+        let _ = (owner, after, limit);
         Box::pin(async { Err(StoreError::Unsupported("snapshots")) })
     }
 

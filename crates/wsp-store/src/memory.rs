@@ -10,8 +10,9 @@ use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 use crate::write::{self, Current};
 use crate::{
     ChangeEvent, ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
-    Limits, Precondition, QuotaExceeded, SnapshotId, SnapshotInfo, SnapshotLabel, SnapshotQuota,
-    SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile, WorkspaceStore,
+    Limits, Precondition, QuotaExceeded, SnapshotCursor, SnapshotId, SnapshotInfo, SnapshotLabel,
+    SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile,
+    WorkspaceStore,
 };
 
 /// A [`WorkspaceStore`] held in process memory; everything is lost when it is dropped.
@@ -502,6 +503,26 @@ impl WorkspaceStore for MemoryStore {
     ) -> StoreFuture<'a, SnapshotInfo> {
         let result = self.read(owner, |st| {
             st.snapshots.get(id).cloned().ok_or(StoreError::NotFound)
+        });
+        Box::pin(async move { result })
+    }
+
+    fn list_snapshots<'a>(
+        &'a self,
+        owner: &'a Owner,
+        after: Option<&'a SnapshotCursor>,
+        limit: usize,
+    ) -> StoreFuture<'a, Vec<SnapshotInfo>> {
+        let result = self.read(owner, |st| {
+            let mut page: Vec<SnapshotInfo> = st
+                .snapshots
+                .values()
+                .filter(|s| after.is_none_or(|cursor| cursor.precedes(s)))
+                .cloned()
+                .collect();
+            page.sort_by(|a, b| (b.created_at, b.id.as_str()).cmp(&(a.created_at, a.id.as_str())));
+            page.truncate(limit);
+            Ok(page)
         });
         Box::pin(async move { result })
     }

@@ -335,6 +335,19 @@ pub struct RunCreated {
     )]
     pub status_url: ::std::option::Option<::std::string::String>,
 }
+/// Answer of `GET /v1/runs` (a wsp extension): the caller's runs, newest first, one page. A page may hold fewer runs than `limit` asked; `nextCursor`, when present, continues the listing, and its absence means there is no more.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunList {
+    /// Pass as `cursor` to read the next page; absent on the last page. Opaque to clients.
+    #[serde(
+        rename = "nextCursor",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub next_cursor: ::std::option::Option<::std::string::String>,
+    /// The runs of this page, newest first.
+    pub runs: ::std::vec::Vec<RunSummary>,
+}
 /// The tenant and workspace a run belongs to (RFC 0048 owner triple, without the principal).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -401,6 +414,28 @@ impl ::std::convert::TryFrom<::std::string::String> for RunStatus {
     ) -> ::std::result::Result<Self, self::error::ConversionError> {
         value.parse()
     }
+}
+/// One run of a listing: what `GET /v1/runs/{runId}` answers, without the owner and the snapshot's files.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunSummary {
+    /// When the run ended (cancelled, or completed at the end of its time to live); absent while it runs.
+    #[serde(
+        rename = "endedAt",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub ended_at: ::std::option::Option<::chrono::DateTime<::chrono::offset::Utc>>,
+    /// The run id.
+    #[serde(rename = "runId")]
+    pub run_id: ::std::string::String,
+    /// When the run started (its snapshot was taken).
+    #[serde(rename = "startedAt")]
+    pub started_at: ::chrono::DateTime<::chrono::offset::Utc>,
+    /// Where the run is in its life.
+    pub status: RunStatus,
+    /// The workflow the run executes, as its creator named it.
+    #[serde(rename = "workflowId")]
+    pub workflow_id: ::std::string::String,
 }
 /// One file of a run's snapshot: its path and the version the run sees.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
@@ -576,6 +611,12 @@ pub struct WspExtensions {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_pinned_bytes: ::std::option::Option<u64>,
+    /// `GET /v1/runs` lists the caller's runs, newest first, in pages. Absent: runs cannot be listed.
+    #[serde(
+        rename = "runList",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub run_list: ::std::option::Option<bool>,
     /// `POST /v1/runs` and the run snapshot reads `GET /v1/runs/{runId}/workspace/files[/{path}]` (RFC 0059 section D).
     pub runs: bool,
     /// Files, list entries and history entries carry `updatedBy`, who wrote each version. Absent: they do not.

@@ -215,6 +215,63 @@ pub(crate) async fn other_owner_sees_no_run(ctx: &Ctx) -> ScenarioResult {
     ))
 }
 
+/// WS-RUN-005
+pub(crate) async fn runs_are_listed_newest_first(ctx: &Ctx) -> ScenarioResult {
+    let (a, b) = (a(ctx)?, b(ctx)?);
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        let run = a
+            .create_run("conformance-list")
+            .await
+            .map_err(failed("POST /v1/runs"))?;
+        mine.push(run.run_id);
+    }
+    // Other scenarios start runs too: walk the pages and keep the order of these three.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..200 {
+        let page = a
+            .list_runs(Some(2), cursor.as_deref())
+            .await
+            .map_err(failed("GET /v1/runs"))?;
+        if page.runs.len() > 2 {
+            return Err(Outcome::fail(format!(
+                "limit=2 answered {} runs",
+                page.runs.len()
+            )));
+        }
+        seen.extend(
+            page.runs
+                .iter()
+                .filter(|r| mine.contains(&r.run_id))
+                .map(|r| r.run_id.clone()),
+        );
+        cursor = page.next_cursor;
+        if seen.len() == mine.len() || cursor.is_none() {
+            break;
+        }
+    }
+    let theirs = b
+        .list_runs(None, None)
+        .await
+        .map_err(failed("B's GET /v1/runs"))?;
+    for id in &mine {
+        let _ = a.cancel_run(id).await;
+    }
+    let newest_first: Vec<String> = mine.iter().rev().cloned().collect();
+    if seen != newest_first {
+        return Err(Outcome::fail(format!(
+            "A's three runs were listed as {seen:?}, want {newest_first:?} (newest first, each once)"
+        )));
+    }
+    if theirs.runs.iter().any(|r| mine.contains(&r.run_id)) {
+        return Err(Outcome::fail("owner B's listing shows owner A's runs"));
+    }
+    Ok(Outcome::pass(
+        "three runs listed newest first across pages of 2; none in owner B's listing",
+    ))
+}
+
 async fn next_update(stream: &mut EventStream) -> Result<wsp_types::wire::WorkspaceEvent, Outcome> {
     match tokio::time::timeout(EVENT_WAIT, stream.next()).await {
         Ok(Some(Ok(FeedItem::Updated(e)))) => Ok(e),

@@ -18,6 +18,7 @@ const NOT_FOR_THE_FAKE: &[&str] = &[
     "WS-RUN-002",
     "WS-RUN-003",
     "WS-RUN-004",
+    "WS-RUN-005",
     "WS-EVT-001",
     "WS-EVT-002",
     "WS-EVT-003",

@@ -48,7 +48,7 @@ impl Counting {
 
 impl WorkspaceStore for Counting {
     wsp_store::forward_store!(|this| this.inner;
-        limits, features, list, get, put, delete, history, snapshot, snapshot_info,
+        limits, features, list, get, put, delete, history, snapshot, snapshot_info, list_snapshots,
         release_snapshot, list_at, get_at, open_snapshots_before, count_open_snapshots,
         forget_released_snapshots);
 

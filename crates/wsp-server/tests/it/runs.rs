@@ -103,6 +103,116 @@ async fn a_run_sees_the_workspace_as_it_was_when_it_started() {
     );
 }
 
+/// `GET /v1/runs`: the caller's runs newest first, in pages that a run started meanwhile
+/// never shifts, running and ended alike; bad parameters are 400 naming the field.
+#[tokio::test]
+async fn runs_are_listed_newest_first_in_pages() {
+    let s = start().await;
+    let a = s.a();
+    let mut started = Vec::new();
+    for i in 0..5 {
+        started.push(a.create_run(&format!("flow-{i}")).await.unwrap().run_id);
+    }
+    a.cancel_run(&started[1]).await.unwrap();
+    let newest_first: Vec<String> = started.iter().rev().cloned().collect();
+
+    let first = a.list_runs(Some(2), None).await.unwrap();
+    let ids = |page: &wsp_types::wire::RunList| {
+        page.runs
+            .iter()
+            .map(|r| r.run_id.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(&first), newest_first[..2]);
+    assert_eq!(first.runs[0].workflow_id, "flow-4");
+    a.create_run("late").await.unwrap();
+    let second = a
+        .list_runs(Some(2), first.next_cursor.as_deref())
+        .await
+        .unwrap();
+    assert_eq!(ids(&second), newest_first[2..4]);
+    let third = a
+        .list_runs(Some(2), second.next_cursor.as_deref())
+        .await
+        .unwrap();
+    assert_eq!(ids(&third), newest_first[4..]);
+    assert_eq!(third.next_cursor, None, "a short page is the last");
+    let all = a.list_runs(None, None).await.unwrap();
+    assert_eq!(all.runs.len(), 6);
+    assert_eq!(all.runs[0].workflow_id, "late");
+    let cancelled = all.runs.iter().find(|r| r.run_id == started[1]).unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    assert!(cancelled.ended_at.is_some());
+    assert!(
+        all.runs
+            .iter()
+            .filter(|r| r.run_id != started[1])
+            .all(|r| r.status == RunStatus::Running && r.ended_at.is_none())
+    );
+
+    for (query, field) in [
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        ("limit=x", "limit"),
+        ("cursor=nope", "cursor"),
+        ("cursor=12-0123456789abcdef0123456789abcdeZ", "cursor"),
+    ] {
+        let r = reqwest::Client::new()
+            .get(format!("{}/v1/runs?{query}", s.base))
+            .bearer_auth(&s.key_a)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{query}");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["details"]["field"], field, "{query}: {body}");
+    }
+    let r = reqwest::Client::new()
+        .get(format!("{}/v1/runs?order=oldest", s.base))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    // A cursor from far in the future reads from the newest.
+    let future = format!("9999999999999999999-{}", started[0]);
+    assert_eq!(
+        a.list_runs(None, Some(&future)).await.unwrap().runs.len(),
+        6
+    );
+}
+
+/// Another owner's runs are never listed, and listing needs `runs:read`.
+#[tokio::test]
+async fn listed_runs_belong_to_their_owner() {
+    let s = start().await;
+    let mine = s.a().create_run("mine").await.unwrap().run_id;
+    let theirs = s
+        .client(&s.key_b)
+        .create_run("theirs")
+        .await
+        .unwrap()
+        .run_id;
+    let listed = s.a().list_runs(None, None).await.unwrap();
+    assert_eq!(
+        listed
+            .runs
+            .iter()
+            .map(|r| r.run_id.as_str())
+            .collect::<Vec<_>>(),
+        [mine.as_str()]
+    );
+    let other = s.client(&s.key_b).list_runs(None, None).await.unwrap();
+    assert_eq!(other.runs.len(), 1);
+    assert_eq!(other.runs[0].run_id, theirs);
+    let denied = s
+        .client(&s.key_a_read)
+        .list_runs(None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(denied.code(), Some(ErrorCode::Forbidden));
+}
+
 #[tokio::test]
 async fn cancelling_ends_the_run_and_its_snapshot() {
     let s = start().await;

@@ -111,7 +111,7 @@ impl RecordingStore {
 
 impl WorkspaceStore for RecordingStore {
     wsp_store::forward_store!(|this| { this.record(); &this.inner };
-        limits, list, get, put, delete, history, snapshot, snapshot_info, release_snapshot,
+        limits, list, get, put, delete, history, snapshot, snapshot_info, list_snapshots, release_snapshot,
         open_snapshots_before, count_open_snapshots, forget_released_snapshots, list_at, get_at,
         changes, subscribe);
 }

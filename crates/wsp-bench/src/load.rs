@@ -157,14 +157,14 @@ impl Plan {
 
 /// The latencies of answered requests and the count of failures.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct Tally {
     /// Latencies of the answers recorded, in microseconds.
     pub latencies_us: Vec<u32>,
     /// Answers outside 2xx, unreadable answers and failed connections.
     pub errors: u64,
 }
 
-impl Outcome {
+impl Tally {
     /// Records one answer that took `took`; `ok` when it was a 2xx read in full.
     pub fn record(&mut self, took: Duration, ok: bool) {
         self.latencies_us
@@ -175,7 +175,7 @@ impl Outcome {
     }
 
     /// Adds another connection's outcome.
-    pub fn merge(&mut self, other: Outcome) {
+    pub fn merge(&mut self, other: Tally) {
         self.latencies_us.extend(other.latencies_us);
         self.errors += other.errors;
     }
@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn the_report_has_the_percentiles() {
-        let mut o = Outcome::default();
+        let mut o = Tally::default();
         for ms in 1..=100 {
             o.record(Duration::from_millis(ms), ms != 100);
         }

@@ -21,7 +21,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
-use wsp_bench::load::{Options, Outcome, Plan};
+use wsp_bench::load::{Options, Plan, Tally};
 
 /// How long an answer may take before it counts as an error.
 const ANSWER_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
@@ -43,7 +43,7 @@ async fn main() {
             tokio::spawn(connection(plan, warm_up_end, end))
         })
         .collect();
-    let mut outcome = Outcome::default();
+    let mut outcome = Tally::default();
     for task in tasks {
         match task.await {
             Ok(o) => outcome.merge(o),
@@ -57,8 +57,8 @@ async fn main() {
 /// connection the server closes (`Connection: close`, or its cap on requests per connection)
 /// is opened again, as a browser or wrk would; a failed connect or a request lost in flight
 /// counts as an error.
-async fn connection(plan: Plan, record_from: Instant, end: Instant) -> Outcome {
-    let mut outcome = Outcome::default();
+async fn connection(plan: Plan, record_from: Instant, end: Instant) -> Tally {
+    let mut outcome = Tally::default();
     let mut i = 0u64;
     while Instant::now() < end {
         let Some(mut sender) = connect(&plan.authority).await else {

@@ -339,6 +339,7 @@ async fn an_older_schema_with_data_is_migrated() {
                  DROP COLUMN updated_at, DROP COLUMN size;
              DROP TABLE {s}.wsp_idempotency;
              DROP TABLE {s}.wsp_approvals;
+             DROP INDEX {s}.wsp_snapshots_by_time;
              DELETE FROM {s}.wsp_schema_migrations WHERE version >= 4;",
         ))
         .await

@@ -70,7 +70,7 @@ pub struct CreateArgs {
 pub struct ListArgs {
     #[command(flatten)]
     location: StoreLocation,
-    /// The server's configuration file: its [agents] section says where each agent key works
+    /// The server's configuration file: its `[agents]` section says where each agent key works
     /// (`agent-<AGENT>` for a shared agent, `user-<USER>` otherwise).
     #[arg(long, env = "WSP_CONFIG")]
     config: Option<PathBuf>,

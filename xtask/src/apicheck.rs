@@ -119,9 +119,7 @@ fn seconds(d: Duration) -> String {
 
 /// `target/api-tools/` (under `CARGO_TARGET_DIR` when set).
 fn tools_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| project_root().join("target"), PathBuf::from)
-        .join("api-tools")
+    crate::project::target_dir().join("api-tools")
 }
 
 /// `npm ci` of the pinned linters into `tools/node_modules` (unless the same pins are there);

@@ -321,38 +321,39 @@ fn populate(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| project_root().join("target"), PathBuf::from)
-}
-
 /// Builds `wsp` with the release profile (a benchmark of a debug build measures the wrong thing).
 fn release_wsp() -> Result<PathBuf> {
-    let status = Command::new(crate::project::cargo())
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "wsp-cli",
-            "--bin",
-            "wsp",
-        ])
+    let mut built = release_programs(&[("wsp-cli", "wsp")])?;
+    Ok(built.remove(0))
+}
+
+/// Builds each `(package, program)` with the release profile in one cargo run and returns the
+/// programs' paths, in order.
+pub(crate) fn release_programs(programs: &[(&str, &str)]) -> Result<Vec<PathBuf>> {
+    let mut cmd = Command::new(crate::project::cargo());
+    cmd.args(["build", "--release", "--quiet"]);
+    for (package, program) in programs {
+        cmd.args(["-p", package, "--bin", program]);
+    }
+    let status = cmd
         .current_dir(project_root())
         .status()
         .map_err(|e| format!("cannot run cargo build: {e}"))?;
+    let names: Vec<&str> = programs.iter().map(|(_, p)| *p).collect();
     if !status.success() {
-        return Err("cargo build --release -p wsp-cli failed".into());
+        return Err(format!("cargo build --release of {} failed", names.join(", ")).into());
     }
-    Ok(target_dir()
-        .join("release")
-        .join(format!("wsp{}", std::env::consts::EXE_SUFFIX)))
+    let release = crate::project::target_dir().join("release");
+    Ok(names
+        .iter()
+        .map(|name| release.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)))
+        .collect())
 }
 
 /// Installs the pinned reference server under `target/bench/node_modules` (once) and returns
 /// its entry point.
 fn reference_server() -> Result<PathBuf> {
-    let prefix = target_dir().join("bench");
+    let prefix = crate::project::target_dir().join("bench");
     let package = prefix.join("node_modules").join(REFERENCE_PACKAGE);
     let installed = std::fs::read_to_string(package.join("package.json"))
         .ok()

@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::Result;
-use crate::project::{cargo, project_root};
 
 const USAGE: &str = "usage: cargo xtask bench http [--seconds S] [--rounds N]
 
@@ -290,32 +289,15 @@ struct Binaries {
 }
 
 fn build() -> Result<Binaries> {
-    let status = Command::new(cargo())
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "wsp-cli",
-            "--bin",
-            "wsp",
-        ])
-        .args(["-p", "wsp-bench", "--bin", "hello", "--bin", "load"])
-        .current_dir(project_root())
-        .status()
-        .map_err(|e| format!("cannot run cargo build: {e}"))?;
-    if !status.success() {
-        return Err("cargo build --release of wsp, hello and load failed".into());
-    }
-    let release = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| project_root().join("target"), PathBuf::from)
-        .join("release");
-    let bin = |name: &str| release.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    Ok(Binaries {
-        wsp: bin("wsp"),
-        hello: bin("hello"),
-        load: bin("load"),
-    })
+    let built = crate::bench::release_programs(&[
+        ("wsp-cli", "wsp"),
+        ("wsp-bench", "hello"),
+        ("wsp-bench", "load"),
+    ])?;
+    let [wsp, hello, load]: [PathBuf; 3] = built
+        .try_into()
+        .map_err(|_| "cargo build gave the wrong number of programs")?;
+    Ok(Binaries { wsp, hello, load })
 }
 
 /// Runs `load` for `seconds` after a second of warm-up.

@@ -28,8 +28,7 @@ pub(crate) fn build_binary(package: &str, bin: &str) -> Result<PathBuf> {
     if !status.success() {
         return Err(format!("cargo build -p {package} failed").into());
     }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| project_root().join("target"), PathBuf::from);
+    let target = crate::project::target_dir();
     Ok(target
         .join("debug")
         .join(format!("{bin}{}", std::env::consts::EXE_SUFFIX)))
@@ -362,9 +361,7 @@ fn nanos() -> u128 {
 
 /// `target/conformance/`, created.
 pub(crate) fn report_dir() -> Result<PathBuf> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| project_root().join("target"), PathBuf::from);
-    let dir = target.join("conformance");
+    let dir = crate::project::target_dir().join("conformance");
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }

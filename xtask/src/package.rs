@@ -106,9 +106,7 @@ pub(crate) fn run() -> Result<()> {
         }
     }
     // Packaging output only: the packages, their local registry and the verification builds.
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| project_root().join("target"));
+    let target = crate::project::target_dir();
     match std::fs::remove_dir_all(target.join("package")) {
         Ok(()) => println!("package: removed {}", target.join("package").display()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -80,7 +80,42 @@ pub fn document() -> Value {
     declare_enforced(&mut doc);
     drop_request_defaults(&mut doc);
     closed_sets_as_enums(&mut doc);
+    show_examples(&mut doc);
     doc
+}
+
+/// Gives each JSON request body and success answer whose schema is a component with examples
+/// the first of them as its `example`, so documentation and generators show one per operation.
+/// The examples live once, in `schemas/`, where the wire tests validate them.
+fn show_examples(doc: &mut Value) {
+    let schemas = doc["components"]["schemas"].clone();
+    let Some(paths) = doc["paths"].as_object_mut() else {
+        return;
+    };
+    for op in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.values_mut())
+    {
+        for pointer in [
+            "/requestBody/content/application~1json",
+            "/responses/200/content/application~1json",
+            "/responses/201/content/application~1json",
+        ] {
+            let Some(body) = op.pointer_mut(pointer).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let example = body
+                .get("schema")
+                .and_then(|s| s["$ref"].as_str())
+                .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                .and_then(|name| schemas[name]["examples"].get(0))
+                .cloned();
+            if let Some(example) = example {
+                body.insert("example".into(), example);
+            }
+        }
+    }
 }
 
 /// Rewrites each `oneOf` of `const` strings (how our JSON Schemas document a closed set value by
@@ -343,6 +378,37 @@ pub(crate) async fn openapi_json() -> crate::extract::Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every request body and success answer that carries a documented schema shows an example
+    /// of it (the first of the schema's own examples, which the wire tests validate).
+    #[test]
+    fn the_main_operations_show_examples() {
+        let doc = document();
+        let mut shown = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let bodies = [
+                    op.pointer("/requestBody/content/application~1json"),
+                    op.pointer("/responses/200/content/application~1json"),
+                    op.pointer("/responses/201/content/application~1json"),
+                ];
+                for body in bodies.into_iter().flatten() {
+                    let Some(name) = body["schema"]["$ref"]
+                        .as_str()
+                        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                    else {
+                        continue;
+                    };
+                    let component = &doc["components"]["schemas"][name];
+                    if let Some(first) = component["examples"].get(0) {
+                        assert_eq!(&body["example"], first, "{method} {path} ({name})");
+                        shown += 1;
+                    }
+                }
+            }
+        }
+        assert!(shown >= 15, "{shown} bodies show an example");
+    }
 
     /// A closed set is an `enum` (generators such as openapi-python-client refuse every value
     /// but the first of a `oneOf` of `const`s), and each value keeps its explanation.

@@ -93,7 +93,8 @@ fn mount_table_schema(check: bool) -> Result<()> {
 
 /// The complete text of `wire.rs`.
 fn render(files: &[schemas::SchemaFile]) -> Result<String> {
-    let defs = schemas::bundle(files, "#/$defs/")?;
+    let mut defs = schemas::bundle(files, "#/$defs/")?;
+    defs.values_mut().for_each(documented_variants);
     let root = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$defs": defs,
@@ -127,6 +128,39 @@ fn render(files: &[schemas::SchemaFile]) -> Result<String> {
         spaced_doc_comments(&prettyplease::unparse(&file))
     );
     rustfmt(&code)
+}
+
+/// Rewrites each string `enum` that explains its values in `x-enum-descriptions` as the
+/// `oneOf` of documented `const`s that typify turns into documented enum variants. The schemas
+/// keep `enum`, the form every OpenAPI generator reads.
+fn documented_variants(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let pairs: Option<Vec<Value>> = match (map.get("enum"), map.get("x-enum-descriptions"))
+            {
+                (Some(Value::Array(values)), Some(Value::Array(docs)))
+                    if values.len() == docs.len() =>
+                {
+                    Some(
+                        values
+                            .iter()
+                            .zip(docs)
+                            .map(|(v, d)| json!({"const": v, "description": d}))
+                            .collect(),
+                    )
+                }
+                _ => None,
+            };
+            if let Some(pairs) = pairs {
+                map.remove("enum");
+                map.remove("x-enum-descriptions");
+                map.insert("oneOf".into(), Value::Array(pairs));
+            }
+            map.values_mut().for_each(documented_variants);
+        }
+        Value::Array(items) => items.iter_mut().for_each(documented_variants),
+        _ => {}
+    }
 }
 
 /// `///Text` becomes `/// Text`: typify's doc attributes carry no leading space.

@@ -79,7 +79,6 @@ pub fn document() -> Value {
         serde_json::json!([{"url": "/", "description": "The host serving this document."}]);
     declare_enforced(&mut doc);
     drop_request_defaults(&mut doc);
-    closed_sets_as_enums(&mut doc);
     show_examples(&mut doc);
     doc
 }
@@ -115,69 +114,6 @@ fn show_examples(doc: &mut Value) {
                 body.insert("example".into(), example);
             }
         }
-    }
-}
-
-/// Rewrites each `oneOf` of `const` strings (how our JSON Schemas document a closed set value by
-/// value, which typify turns into documented enum variants) as an `enum`, the form every
-/// OpenAPI generator reads: the values' explanations move into the description and
-/// `x-enum-descriptions`.
-fn closed_sets_as_enums(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            let consts: Option<Vec<(Value, String)>> = map
-                .get("oneOf")
-                .and_then(Value::as_array)
-                .and_then(|variants| {
-                    variants
-                        .iter()
-                        .map(|v| {
-                            let c = v.get("const").filter(|c| c.is_string())?;
-                            let only = v
-                                .as_object()?
-                                .keys()
-                                .all(|k| k == "const" || k == "description");
-                            only.then(|| {
-                                (
-                                    c.clone(),
-                                    v["description"].as_str().unwrap_or_default().to_owned(),
-                                )
-                            })
-                        })
-                        .collect()
-                });
-            if let Some(consts) = consts.filter(|c| !c.is_empty()) {
-                map.remove("oneOf");
-                let listed: Vec<String> = consts
-                    .iter()
-                    .map(|(c, d)| format!("`{}`: {d}", c.as_str().unwrap_or_default()))
-                    .collect();
-                let base = map
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                map.insert(
-                    "description".into(),
-                    Value::from(
-                        format!("{base} Values: {}", listed.join(" "))
-                            .trim()
-                            .to_owned(),
-                    ),
-                );
-                map.insert(
-                    "enum".into(),
-                    Value::Array(consts.iter().map(|(c, _)| c.clone()).collect()),
-                );
-                map.insert(
-                    "x-enum-descriptions".into(),
-                    Value::Array(consts.into_iter().map(|(_, d)| Value::from(d)).collect()),
-                );
-            }
-            map.values_mut().for_each(closed_sets_as_enums);
-        }
-        Value::Array(items) => items.iter_mut().for_each(closed_sets_as_enums),
-        _ => {}
     }
 }
 
@@ -411,7 +347,8 @@ mod tests {
     }
 
     /// A closed set is an `enum` (generators such as openapi-python-client refuse every value
-    /// but the first of a `oneOf` of `const`s), and each value keeps its explanation.
+    /// but the first of a `oneOf` of `const`s), and each value keeps its explanation, in the
+    /// description and in `x-enum-descriptions`.
     #[test]
     fn closed_sets_are_enums() {
         let doc = document();
@@ -426,7 +363,7 @@ mod tests {
         );
         let described = schemas["RunStatus"]["description"].as_str().unwrap();
         assert!(
-            described.contains("`cancelled`: The run was ended with"),
+            described.contains("`cancelled`: the run was ended with"),
             "{described}"
         );
         assert_eq!(

@@ -133,7 +133,7 @@ pub struct Implementation {
     /// Version of the host software.
     pub version: ::std::string::String,
 }
-/// Scope at which manifest agents are installed and approved, and therefore listed by `GET /v1/agents` (RFC 0074).
+/// Scope at which manifest agents are installed and approved, and therefore listed by `GET /v1/agents` (RFC 0074). `host`: one inventory for the whole host, every caller gets the same list. `tenant`: agents are approved per tenant and workspace, a caller sees only the agents its own tenant and workspace approved, and any other agent is answered 404.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,
@@ -357,7 +357,7 @@ pub struct RunOwner {
     /// The workspace within the tenant.
     pub workspace: ::std::string::String,
 }
-/// Where a run is in its life, from OpenWOP's set: `running` until it is cancelled (`POST /v1/runs/{runId}/cancel`) or its time to live ends (`completed`).
+/// Where a run is in its life, from OpenWOP's set: `running` until it is cancelled (`POST /v1/runs/{runId}/cancel`) or its time to live ends (`completed`). `running`: the run is going on; its snapshot can be read. `cancelled`: the run was ended with `POST /v1/runs/{runId}/cancel`; its snapshot is released. `completed`: the run's time to live ended; its snapshot is released.
 #[derive(
     ::serde::Deserialize,
     ::serde::Serialize,

@@ -368,7 +368,8 @@ impl Client {
     /// `GET /v1/host/workspace/events`: the change feed, from the live tail or after `since`.
     ///
     /// The client's request timeout applies to the whole stream: build the client with
-    /// [`ClientBuilder::timeout`]`(None)` for a long-lived feed.
+    /// [`ClientBuilder::timeout`]`(None)` for a long-lived feed. A success that is not
+    /// `text/event-stream` is [`Error::UnexpectedBody`].
     pub async fn events(&self, since: Option<u64>) -> Result<EventStream, Error> {
         let mut req = self
             .request(Method::GET, "/v1/host/workspace/events")
@@ -379,6 +380,22 @@ impl Client {
         let resp = req.send().await.map_err(Error::transport)?;
         if !resp.status().is_success() {
             return Err(error_from(resp).await);
+        }
+        let media_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if !media_type
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream")
+        {
+            // A body that is not an event stream would read as a feed that never delivers.
+            return Err(Error::UnexpectedBody {
+                status: resp.status().as_u16(),
+                reason: format!("Content-Type is {media_type:?}, not text/event-stream"),
+                body: String::new(),
+            });
         }
         Ok(EventStream::new(resp))
     }

@@ -56,7 +56,7 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-DISC-006", "WIRE §1", ALWAYS, "A bearer header sent to discovery is ignored", discovery::bearer_ignored),
     scenario!("WS-DISC-007", "WIRE §1", ALWAYS, "implementation, when present, is {name, version} strings", discovery::implementation_shape),
     scenario!("WS-DISC-009", "WIRE §1, RFC 9110 §13.1.2", ALWAYS, "A tagged discovery document answers If-None-Match with 304", discovery::revalidates),
-    scenario!("WS-DISC-010", "WIRE §1, OpenWOP capabilities", ALWAYS, "supportedTransports, when present, is an array of distinct non-empty names", discovery::transports_shape),
+    scenario!("WS-DISC-010", "WIRE §1, OpenWOP capabilities", ALWAYS, "supportedTransports, when present, is an array of distinct non-empty names with rest, and an advertised sse answers text/event-stream", discovery::transports_shape),
     scenario!("WS-DISC-008", "WIRE §1", ALWAYS, "GET /v1/openapi.json serves OpenAPI 3.1 JSON without credentials", discovery::openapi_document),
 
     scenario!("WS-CAP-001", "RFC 0059 §A", BLOCK, "The workspace block has only its five keys and a boolean `supported`", capability::only_known_keys),

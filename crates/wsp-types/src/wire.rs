@@ -78,7 +78,7 @@ pub struct Discovery {
     /// Envelope kinds the host accepts; may be empty.
     #[serde(rename = "supportedEnvelopes")]
     pub supported_envelopes: ::std::vec::Vec<::std::string::String>,
-    /// The OpenWOP transports this host serves (the network-handshake part of OpenWOP's capabilities). wsp serves `rest` only: request and response JSON over HTTP. It serves no run-event stream (`sse`) and no run-event poll (`poll`) profile, so a client must not expect them; its workspace change feed is a wsp extension, advertised by `wsp.events`.
+    /// The OpenWOP transports this host serves. OpenWOP defines the field (spec/v1/capabilities.md, network handshake, optional v1) as a subset of `rest`, `mcp`, `a2a` and `grpc`, with `rest` always served; OpenWOP's run-event stream and poll profiles belong to `rest` there. wsp serves `rest` only: request and response JSON over HTTP. It serves no run-event stream (`GET /v1/runs/{runId}/events`) and no run-event poll, so it names no `sse` (a name OpenWOP hosts use for that run-event stream) and a client must not expect them; its workspace change feed (`GET /v1/host/workspace/events`, Server-Sent Events) is a wsp extension, advertised by `wsp.events`.
     #[serde(
         rename = "supportedTransports",
         default,

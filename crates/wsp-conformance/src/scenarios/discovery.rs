@@ -7,6 +7,9 @@ use crate::outcome::Outcome;
 use crate::scenario::{Ctx, ScenarioResult};
 use crate::transport::{DISCOVERY, OPENAPI, Reply};
 
+/// The change feed, wsp's one Server-Sent Events stream.
+const EVENTS: &str = "/v1/host/workspace/events";
+
 fn is_json(reply: &Reply) -> bool {
     reply
         .header("content-type")
@@ -204,7 +207,8 @@ pub(crate) async fn implementation_shape(ctx: &Ctx) -> ScenarioResult {
     )))
 }
 
-/// WS-DISC-010
+/// WS-DISC-010: the shape OpenWOP's capabilities.md gives `supportedTransports` (a list of
+/// names of which `rest` is always one), and an advertised `sse` is really served.
 pub(crate) async fn transports_shape(ctx: &Ctx) -> ScenarioResult {
     let doc = ctx.discovery()?;
     let reply = ctx.discovery_reply()?;
@@ -228,14 +232,37 @@ pub(crate) async fn transports_shape(ctx: &Ctx) -> ScenarioResult {
             }
         }
     }
-    let events = doc.get("wsp").and_then(|w| w.get("events"));
-    if names.contains(&"sse") && events != Some(&Value::Bool(true)) {
-        // wsp's only stream is its change feed; a host naming `sse` should serve one.
-        return Err(
-            reply.fail("`supportedTransports` names sse, yet the host advertises no event stream")
-        );
+    if !names.contains(&"rest") {
+        return Err(reply.fail(format!(
+            "`supportedTransports` is {names:?}: OpenWOP requires `rest` in it"
+        )));
     }
-    Ok(Outcome::pass(format!("supportedTransports {names:?}")))
+    if names.contains(&"sse") {
+        // wsp's only stream is its change feed: a host naming `sse` serves it.
+        let feed = super::runs::a(ctx)?;
+        if let Err(e) = feed.events(None).await {
+            let why = format!(
+                "`supportedTransports` names sse, yet GET {EVENTS} is not a text/event-stream: {e}"
+            );
+            // The answer was not an endless stream, so reading it again in full records it.
+            let again = ctx
+                .as_a()?
+                .call("GET", EVENTS)
+                .header("Accept", "text/event-stream")
+                .send()
+                .await?;
+            return Err(again.fail(why));
+        }
+        let events = doc.get("wsp").and_then(|w| w.get("events"));
+        if events != Some(&Value::Bool(true)) {
+            return Err(reply.fail(
+                "`supportedTransports` names sse, yet the host does not advertise wsp.events",
+            ));
+        }
+    }
+    Ok(Outcome::pass(format!(
+        "supportedTransports {names:?}, each served"
+    )))
 }
 
 /// WS-DISC-008

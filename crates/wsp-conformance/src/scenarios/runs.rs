@@ -23,7 +23,8 @@ fn client(ctx: &Ctx, key: Option<&str>, who: &str) -> Result<Client, Outcome> {
         .map_err(|e| Outcome::fail(format!("cannot build the client: {e}")))
 }
 
-fn a(ctx: &Ctx) -> Result<Client, Outcome> {
+/// A client acting as owner A, for long-lived feeds (no request timeout).
+pub(crate) fn a(ctx: &Ctx) -> Result<Client, Outcome> {
     client(ctx, ctx.config().key_a.as_deref(), "owner A (--key-a)")
 }
 

@@ -232,6 +232,15 @@ async fn a_claimed_transport_that_is_not_served_is_caught() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transports_without_rest_are_caught() {
+    let faults = Faults {
+        transports_without_rest: true,
+        ..Faults::default()
+    };
+    check(faults, &["WS-DISC-010"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_401_without_a_challenge_is_caught() {
     let faults = Faults {
         no_challenge: true,

@@ -51,6 +51,8 @@ pub struct Faults {
     pub workspace_unsupported: bool,
     /// `supportedTransports` names `sse`, which the fake does not serve.
     pub claims_sse: bool,
+    /// `supportedTransports` leaves out `rest`, which OpenWOP requires.
+    pub transports_without_rest: bool,
 }
 
 type Owner = &'static str;
@@ -263,7 +265,11 @@ fn discovery(host: &Host, headers: &HeaderMap) -> Response<Vec<u8>> {
         "limits": {"clarificationRounds": 3, "schemaRounds": 3, "envelopesPerTurn": 8,
                    "maxRequestBodyBytes": MAX_REQUEST_BODY},
         "implementation": {"name": "fake-host", "version": "0"},
-        "supportedTransports": if host.faults.claims_sse { json!(["rest", "sse"]) } else { json!(["rest"]) },
+        "supportedTransports": match (host.faults.claims_sse, host.faults.transports_without_rest) {
+            (true, _) => json!(["rest", "sse"]),
+            (false, true) => json!(["mcp"]),
+            (false, false) => json!(["rest"]),
+        },
         "workspace": workspace,
     });
     let mut extra = if host.faults.no_cache_control {

@@ -527,3 +527,44 @@ async fn a_delete_says_so_in_its_event() {
     let write_text = serde_json::to_string(&payloads[0]).unwrap();
     assert!(!write_text.contains("deleted"), "{write_text}");
 }
+
+/// On the wire, a delete's `data:` carries `"deleted":true` and a write's has no `deleted` key
+/// at all (not `false`, not `null`), so an OpenWOP v1 client reads the write unchanged.
+#[tokio::test]
+async fn the_wire_carries_deleted_only_on_a_delete() {
+    let server = start(Arc::new(MemoryStore::new(Limits::default()))).await;
+    let c = server.client(&server.key);
+    write(&c, "raw.md", "soon").await;
+    c.delete(&p("raw.md"), None).await.unwrap();
+    let mut resp = reqwest::Client::new()
+        .get(format!("{}/v1/host/workspace/events?since=0", server.base))
+        .bearer_auth(&server.key)
+        .send()
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // Two whole events: two `data:` lines, the second ended by the event's blank line.
+    while text.matches("data:").count() < 2 || !text.ends_with("\n\n") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, resp.chunk())
+            .await
+            .expect("two events within 10 s")
+            .unwrap()
+            .expect("the stream is open");
+        text.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let data: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect();
+    assert_eq!(
+        data[0]["payload"],
+        serde_json::json!({"path": "raw.md", "version": 1})
+    );
+    assert_eq!(
+        data[1]["payload"],
+        serde_json::json!({"path": "raw.md", "version": 2, "deleted": true})
+    );
+}

@@ -994,3 +994,50 @@ async fn the_publish_prefix_is_configured_per_agent() {
         .collect();
     assert_eq!(listed, ["shared/from-users/list.md"]);
 }
+
+/// `updatedBy` names the principal of each write: two agents writing one workspace each show
+/// on their own versions (file, list entry, history), and a published copy names the
+/// publisher, never the shared agent whose workspace holds it.
+#[tokio::test]
+async fn updated_by_names_each_writer_and_the_publisher() {
+    let host = start(Some("tenant")).await;
+    approve(&host, "tenant-a", "user-u1", "acme.kitchen").await;
+    let main = host.client(&host.keys.main);
+    let reviewer = host.client(&host.keys.reviewer);
+    let cook = host.client(&host.keys.cook);
+    main.put(&p("plan.md"), "draft", PutOptions::default())
+        .await
+        .unwrap();
+    reviewer
+        .put(&p("plan.md"), "reviewed", PutOptions::default())
+        .await
+        .unwrap();
+    let file = main.get(&p("plan.md"), None).await.unwrap();
+    assert_eq!(file.updated_by.as_deref(), Some("acme.reviewer.default"));
+    let list = main.list(Some("plan")).await.unwrap();
+    assert_eq!(
+        list.files[0].updated_by.as_deref(),
+        Some("acme.reviewer.default")
+    );
+    let mut history: Vec<(u64, Option<String>)> = main
+        .history(&p("plan.md"))
+        .await
+        .unwrap()
+        .versions
+        .into_iter()
+        .map(|v| (v.version.get(), v.updated_by))
+        .collect();
+    history.sort();
+    assert_eq!(
+        history,
+        [
+            (1, Some("acme.main".to_owned())),
+            (2, Some("acme.reviewer.default".to_owned()))
+        ]
+    );
+    main.publish(&publish_req("plan.md", "acme.cook", None), None)
+        .await
+        .unwrap();
+    let copy = cook.get(&p("inbox/plan.md"), None).await.unwrap();
+    assert_eq!(copy.updated_by.as_deref(), Some("acme.main"));
+}

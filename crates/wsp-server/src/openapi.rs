@@ -346,6 +346,117 @@ mod tests {
         assert!(shown >= 15, "{shown} bodies show an example");
     }
 
+    /// Every example in the document (a schema's `examples`, a body's or parameter's
+    /// `example`, a media type's `examples`) validates against its schema, formats included,
+    /// and the walk reaches the main operations' bodies.
+    #[test]
+    fn every_example_validates_against_its_schema() {
+        let doc = document();
+        let components = doc["components"].clone();
+        let check = |schema: &Value, example: &Value, at: &str| {
+            let root = serde_json::json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "components": components,
+                "allOf": [schema],
+            });
+            let validator = jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .should_validate_formats(true)
+                .offline()
+                .build(&root)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            let errors: Vec<String> = validator
+                .iter_errors(example)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{at}: {example} is invalid: {errors:?}");
+        };
+        let mut checked = Vec::new();
+        visit(&doc, "#", &mut |node, at| {
+            if let Some(examples) = node.get("examples").and_then(Value::as_array) {
+                for (i, example) in examples.iter().enumerate() {
+                    check(node, example, &format!("{at}/examples/{i}"));
+                    checked.push(at.to_owned());
+                }
+            }
+            if let Some(schema) = node.get("schema") {
+                if let Some(example) = node.get("example") {
+                    check(schema, example, &format!("{at}/example"));
+                    checked.push(at.to_owned());
+                }
+                for (name, named) in node
+                    .get("examples")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    check(schema, &named["value"], &format!("{at}/examples/{name}"));
+                    checked.push(at.to_owned());
+                }
+            }
+        });
+        for operation in [
+            "listWorkspaceFiles",
+            "getWorkspaceFile",
+            "putWorkspaceFile",
+            "getWorkspaceFileHistory",
+            "createRun",
+            "getRun",
+            "discovery",
+            "listAgents",
+            "getAgent",
+        ] {
+            let (path, method) = doc["paths"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .flat_map(|(path, item)| {
+                    item.as_object()
+                        .unwrap()
+                        .iter()
+                        .map(move |(method, op)| (path, method, op))
+                })
+                .find(|(_, _, op)| op["operationId"] == operation)
+                .map(|(path, method, _)| (path.replace('/', "~1"), method))
+                .unwrap_or_else(|| panic!("no operation {operation}"));
+            let prefix = format!("#/paths/{path}/{method}/");
+            assert!(
+                checked.iter().any(|at| at.starts_with(&prefix)),
+                "{operation} shows no checked example"
+            );
+        }
+        let not_an_enum_value = serde_json::json!("paused");
+        let run_status = &doc["components"]["schemas"]["RunStatus"];
+        let root = serde_json::json!({"allOf": [run_status]});
+        assert!(
+            !jsonschema::is_valid(&root, &not_an_enum_value),
+            "the validator ignores enum"
+        );
+    }
+
+    /// Calls `f` on every JSON object under `value` with its JSON pointer, skipping example
+    /// values themselves (they are data, not schemas).
+    fn visit(value: &Value, at: &str, f: &mut impl FnMut(&Value, &str)) {
+        match value {
+            Value::Object(map) => {
+                f(value, at);
+                for (key, child) in map {
+                    if matches!(key.as_str(), "example" | "examples" | "default" | "const") {
+                        continue;
+                    }
+                    let key = key.replace('~', "~0").replace('/', "~1");
+                    visit(child, &format!("{at}/{key}"), f);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    visit(item, &format!("{at}/{i}"), f);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// A closed set is an `enum` (generators such as openapi-python-client refuse every value
     /// but the first of a `oneOf` of `const`s), and each value keeps its explanation, in the
     /// description and in `x-enum-descriptions`.

@@ -30,7 +30,8 @@ use crate::schema::SchemaName;
 
 /// The live file.
 const GET_LIVE: &str = "
-    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           v.content
     FROM {s}.wsp_files AS f
     JOIN {s}.wsp_versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -40,7 +41,8 @@ const GET_LIVE: &str = "
 /// Version `$4` of the live file's current life, if it is within the newest `$5` (older rows
 /// that a snapshot keeps are not history).
 const GET_VERSION: &str = "
-    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           v.content
     FROM {s}.wsp_files AS f
     JOIN {s}.wsp_versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -50,7 +52,7 @@ const GET_VERSION: &str = "
 
 /// The newest `$4` versions of the live file's current life, newest first.
 const HISTORY: &str = "
-    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64
     FROM {s}.wsp_files AS f
     JOIN {s}.wsp_versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -61,14 +63,14 @@ const HISTORY: &str = "
 /// Live files with `$3 <= path < $4`, in byte order (the columns collate as "C"): one range
 /// of the path table's primary key.
 const LIST_RANGE: &str = "
-    SELECT life, version, content_type, author, updated_at, size, path
+    SELECT life, version, content_type, author, updated_at, size, base64, path
     FROM {s}.wsp_files
     WHERE tenant = $1 AND workspace = $2 AND path >= $3 AND path < $4 AND live
     ORDER BY path";
 
 /// Live files with `$3 <= path`, in byte order.
 const LIST_FROM: &str = "
-    SELECT life, version, content_type, author, updated_at, size, path
+    SELECT life, version, content_type, author, updated_at, size, base64, path
     FROM {s}.wsp_files
     WHERE tenant = $1 AND workspace = $2 AND path >= $3 AND live
     ORDER BY path";
@@ -107,7 +109,7 @@ pub(crate) const SEEN_BY_A_SNAPSHOT: &str = "
 ///
 /// `$4` life, `$5` version, `$6` seq, `$7` 1 when the write creates a live file, `$8` the
 /// highest version of the life that history no longer keeps, `$9..$12` the version's type,
-/// author, size and content, `$13` the feed retention. Pruning cannot see the new row (same
+/// author, size and content, `$13` the feed retention, `$14` whether the content is base64. Pruning cannot see the new row (same
 /// statement), which it keeps anyway: it is the newest, and no open snapshot is pinned at or
 /// after its sequence number (snapshots lock the owner row that this transaction holds).
 const APPLY_WRITE: &str = "
@@ -116,13 +118,13 @@ const APPLY_WRITE: &str = "
     ), file AS (
         INSERT INTO {s}.wsp_files AS f
             (tenant, workspace, path, life, version, live, seq, content_type, author,
-             updated_at, size)
-        SELECT $1, $2, $3, $4, $5, true, $6, $9, $10, at, $11 FROM now
+             updated_at, size, base64)
+        SELECT $1, $2, $3, $4, $5, true, $6, $9, $10, at, $11, $14 FROM now
         ON CONFLICT (tenant, workspace, path) DO UPDATE
             SET life = excluded.life, version = excluded.version, live = true,
                 seq = excluded.seq, content_type = excluded.content_type,
                 author = excluded.author, updated_at = excluded.updated_at,
-                size = excluded.size
+                size = excluded.size, base64 = excluded.base64
     ), counted AS (
         UPDATE {s}.wsp_owners SET live_files = live_files + $7::bigint
         WHERE tenant = $1 AND workspace = $2 AND $7::bigint <> 0
@@ -142,8 +144,8 @@ const APPLY_WRITE: &str = "
     )
     INSERT INTO {s}.wsp_versions
         (tenant, workspace, path, life, version, seq, content_type, author, updated_at, size,
-         content)
-    SELECT $1, $2, $3, $4, $5, $6, $9, $10, at, $11, $12 FROM now, told
+         base64, content)
+    SELECT $1, $2, $3, $4, $5, $6, $9, $10, at, $11, $14, $12 FROM now, told
     RETURNING updated_at";
 
 /// Applies a delete whose checks passed: tombstone `$4` (version) with sequence number `$5` in
@@ -157,7 +159,7 @@ const APPLY_DELETE: &str = "
     ), tombstone AS (
         UPDATE {s}.wsp_files
         SET version = $4, live = false, seq = $5, content_type = NULL, author = NULL,
-            updated_at = NULL, size = NULL
+            updated_at = NULL, size = NULL, base64 = false
         WHERE tenant = $1 AND workspace = $2 AND path = $3
     ), marker AS (
         INSERT INTO {s}.wsp_versions
@@ -266,7 +268,7 @@ pub(crate) async fn list(
     };
     rows.iter()
         .map(|row| {
-            let raw: &str = row.try_get(6)?;
+            let raw: &str = row.try_get(7)?;
             let path = WorkspacePath::parse(raw).map_err(|_| {
                 StoreError::internal("postgres list: a stored path is not a valid workspace path")
             })?;
@@ -331,7 +333,7 @@ pub(crate) async fn get(
     }
     .ok_or(StoreError::NotFound)?;
     let meta = meta(&row, path.clone())?;
-    let content: Vec<u8> = row.try_get(6)?;
+    let content: Vec<u8> = row.try_get(7)?;
     let content = String::from_utf8(content)
         .map_err(|_| StoreError::internal("postgres get: stored content is not valid UTF-8"))?;
     Ok((meta, content))
@@ -428,7 +430,7 @@ pub(crate) async fn put(
     let (life, version) = (stored_life(decided.life), decided.version as i64);
     // The statement binds bigints; a history floor past them is never reached.
     let prune_through = i64::try_from(decided.history_floor).unwrap_or(i64::MAX);
-    let size = i64::try_from(write.content.len()).unwrap_or(i64::MAX);
+    let size = i64::try_from(decided.size).unwrap_or(i64::MAX);
     let apply = tx.prepare_cached(&sql.apply_write).await?;
     let row = tx
         .query_one(
@@ -447,6 +449,7 @@ pub(crate) async fn put(
                 &size,
                 &write.content.as_bytes(),
                 &retention.feed,
+                &write.encoding.is_binary(),
             ],
         )
         .await?;
@@ -502,7 +505,7 @@ pub(crate) async fn delete(
     ))
 }
 
-/// Metadata from columns 0..=5: life, version, content_type, author, updated_at, size.
+/// Metadata from columns 0..=6: life, version, content_type, author, updated_at, size, base64.
 pub(crate) fn meta(row: &Row, path: WorkspacePath) -> Result<FileMeta, Failure> {
     let content_type = MediaType::parse(row.try_get(2)?).map_err(|_| {
         Failure::Answer(StoreError::internal(
@@ -518,6 +521,7 @@ pub(crate) fn meta(row: &Row, path: WorkspacePath) -> Result<FileMeta, Failure> 
             author: row.try_get(3)?,
             updated_at: row.try_get(4)?,
             size: row.try_get(5)?,
+            base64: row.try_get(6)?,
         },
     ))
 }

@@ -201,6 +201,17 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         CREATE INDEX wsp_snapshots_by_time ON {s}.wsp_snapshots (tenant, workspace, created_at, id);
         "#,
     },
+    // 8: binary bodies. `base64`: `content` is the file's bytes in standard, padded base64 (the
+    // wire's spelling, so a read hands it on as it is) and `size` counts the decoded bytes; on
+    // the path row, the live version's flag (false on a tombstone). A constant default makes
+    // both additions catalog-only: no row is rewritten.
+    Migration {
+        description: "binary bodies",
+        sql: r#"
+        ALTER TABLE {s}.wsp_versions ADD COLUMN base64 boolean NOT NULL DEFAULT false;
+        ALTER TABLE {s}.wsp_files ADD COLUMN base64 boolean NOT NULL DEFAULT false;
+        "#,
+    },
 ];
 
 /// A validated PostgreSQL schema name: 1 to 63 characters of `a-z`, `0-9` and `_`, starting

@@ -133,12 +133,13 @@ const PRUNE_OWNER: &str = "
 /// one row of NULLs when the snapshot is open but sees nothing there, no row when it is
 /// unknown or released.
 const LIST_AT: &str = "
-    SELECT x.life, x.version, x.content_type, x.author, x.updated_at, x.size, x.path, x.deleted
+    SELECT x.life, x.version, x.content_type, x.author, x.updated_at, x.size, x.base64, x.path,
+           x.deleted
     FROM {s}.wsp_snapshots AS s
     LEFT JOIN LATERAL (
         SELECT DISTINCT ON (v.path)
-               v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.path,
-               v.deleted
+               v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+               v.path, v.deleted
         FROM {s}.wsp_versions AS v
         WHERE v.tenant = $1 AND v.workspace = $2 AND v.path >= $4 {upper} AND v.seq <= s.seq
         ORDER BY v.path, v.seq DESC
@@ -148,12 +149,12 @@ const LIST_AT: &str = "
 
 /// The newest row of path `$4` at or before open snapshot `$3`'s pin.
 const GET_AT: &str = "
-    SELECT x.life, x.version, x.content_type, x.author, x.updated_at, x.size, x.content,
-           x.deleted
+    SELECT x.life, x.version, x.content_type, x.author, x.updated_at, x.size, x.base64,
+           x.content, x.deleted
     FROM {s}.wsp_snapshots AS s
     JOIN LATERAL (
-        SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content,
-               v.deleted
+        SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+               v.content, v.deleted
         FROM {s}.wsp_versions AS v
         WHERE v.tenant = $1 AND v.workspace = $2 AND v.path = $4 AND v.seq <= s.seq
         ORDER BY v.seq DESC
@@ -505,10 +506,10 @@ pub(crate) async fn list_at(
     }
     let mut files = Vec::new();
     for row in &rows {
-        let Some(raw) = row.try_get::<_, Option<&str>>(6)? else {
+        let Some(raw) = row.try_get::<_, Option<&str>>(7)? else {
             continue; // the snapshot sees nothing under this prefix
         };
-        if row.try_get::<_, bool>(7)? {
+        if row.try_get::<_, bool>(8)? {
             continue; // deleted at the snapshot's moment
         }
         let path = WorkspacePath::parse(raw).map_err(|_| {
@@ -533,11 +534,11 @@ pub(crate) async fn get_at(
         .query_opt(&stmt, &[&tenant, &workspace, &id.as_str(), &path.as_str()])
         .await?
         .ok_or(StoreError::NotFound)?;
-    if row.try_get::<_, bool>(7)? {
+    if row.try_get::<_, bool>(8)? {
         return Err(StoreError::NotFound.into());
     }
     let meta = meta(&row, path.clone())?;
-    let content: Vec<u8> = row.try_get(6)?;
+    let content: Vec<u8> = row.try_get(7)?;
     let content = String::from_utf8(content)
         .map_err(|_| StoreError::internal("postgres get_at: stored content is not valid UTF-8"))?;
     Ok((meta, content))

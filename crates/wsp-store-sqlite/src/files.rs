@@ -17,7 +17,8 @@ use crate::{Changed, Policy};
 /// The live file, or with `?4` one of the newest `?5` versions of its current life (older rows
 /// an open snapshot keeps are not served).
 const GET: &str = "
-    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           v.content
     FROM files AS f
     JOIN versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -27,7 +28,7 @@ const GET: &str = "
 
 /// The newest `?4` versions of the live file's current life, newest first.
 const HISTORY: &str = "
-    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size
+    SELECT f.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64
     FROM files AS f
     JOIN versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -38,7 +39,8 @@ const HISTORY: &str = "
 
 /// Live files with `?3 <= path < ?4`, in byte order.
 const LIST_RANGE: &str = "
-    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           f.path
     FROM files AS f
     JOIN versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -48,7 +50,8 @@ const LIST_RANGE: &str = "
 
 /// Live files with `?3 <= path`, in byte order.
 const LIST_FROM: &str = "
-    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    SELECT f.life, f.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           f.path
     FROM files AS f
     JOIN versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -85,8 +88,8 @@ const SET_LIVE: &str = "
 const INSERT_VERSION: &str = "
     INSERT INTO versions
         (tenant, workspace, path, life, version, seq, deleted, content_type, author, updated_at,
-         size, content)
-    VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8, ?9, ?10, ?11)";
+         size, base64, content)
+    VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?8, ?9, ?10, ?11, ?12)";
 
 const INSERT_TOMBSTONE: &str = "
     INSERT INTO versions (tenant, workspace, path, life, version, seq, deleted, updated_at)
@@ -138,11 +141,11 @@ pub(crate) fn list(
     let mut files = Vec::new();
     // Pushes a row that matches the prefix; false once past the prefix's range.
     let mut push = |row: &Row<'_>| -> rusqlite::Result<bool> {
-        let path: String = row.get(6)?;
+        let path: String = row.get(7)?;
         if !path.starts_with(start) {
             return Ok(false);
         }
-        files.push(meta(row, parse_path(path, 6)?)?);
+        files.push(meta(row, parse_path(path, 7)?)?);
         Ok(true)
     };
     let end = prefix_end(start);
@@ -190,7 +193,7 @@ pub(crate) fn get(
                 |row| {
                     Ok(StoredFile {
                         meta: meta(row, path.clone())?,
-                        content: row.get(6)?,
+                        content: row.get(7)?,
                     })
                 },
             )
@@ -309,7 +312,7 @@ pub(crate) fn put(
         .and_then(|mut stmt| stmt.execute((tenant, workspace, path.as_str(), life, version, seq)))
         .map_err(fail)?;
     let updated_at = now();
-    let size = write.content.len() as i64;
+    let size = decided.size as i64;
     tx.prepare_cached(INSERT_VERSION)
         .and_then(|mut stmt| {
             stmt.execute((
@@ -323,6 +326,7 @@ pub(crate) fn put(
                 write.author.as_deref(),
                 updated_at.timestamp_micros(),
                 size,
+                write.encoding.is_binary(),
                 write.content.as_str(),
             ))
         })
@@ -411,7 +415,7 @@ pub(crate) fn delete(
     })
 }
 
-/// Metadata from columns 0..=5: life, version, content_type, author, updated_at, size.
+/// Metadata from columns 0..=6: life, version, content_type, author, updated_at, size, base64.
 pub(crate) fn meta(row: &Row<'_>, path: WorkspacePath) -> rusqlite::Result<FileMeta> {
     let micros: i64 = row.get(4)?;
     Ok(write::file_meta(
@@ -423,6 +427,7 @@ pub(crate) fn meta(row: &Row<'_>, path: WorkspacePath) -> rusqlite::Result<FileM
             author: row.get(3)?,
             updated_at: time(micros, 4)?,
             size: row.get(5)?,
+            base64: row.get(6)?,
         },
     ))
 }

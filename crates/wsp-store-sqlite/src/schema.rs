@@ -183,6 +183,45 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r"
     CREATE INDEX snapshots_by_time ON snapshots (tenant, workspace, created_at, id);
     ",
+    // 6: binary bodies. `base64 = 1`: `content` is the file's bytes in standard, padded base64
+    // (the wire's spelling, so a read hands it on as it is) and `size` counts the decoded bytes.
+    // The table is rebuilt rather than altered so that `content` stays the last column (an added
+    // column would follow it, and reading metadata would walk the content's overflow pages).
+    r"
+    CREATE TABLE versions_6 (
+        tenant       TEXT    NOT NULL,
+        workspace    TEXT    NOT NULL,
+        path         TEXT    NOT NULL COLLATE BINARY,
+        life         INTEGER NOT NULL,
+        version      INTEGER NOT NULL CHECK (version >= 1),
+        seq          INTEGER NOT NULL,
+        deleted      INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+        content_type TEXT,
+        author       TEXT,
+        updated_at   INTEGER NOT NULL,
+        size         INTEGER CHECK (size >= 0),
+        base64       INTEGER NOT NULL DEFAULT 0 CHECK (base64 IN (0, 1)),
+        content      TEXT,
+        CHECK (CASE deleted
+            WHEN 0 THEN content IS NOT NULL AND content_type IS NOT NULL AND size IS NOT NULL
+            ELSE content IS NULL AND content_type IS NULL AND size IS NULL AND author IS NULL
+                 AND base64 = 0
+        END),
+        PRIMARY KEY (tenant, workspace, path, life, version),
+        FOREIGN KEY (tenant, workspace, path) REFERENCES files (tenant, workspace, path)
+    ) STRICT;
+
+    INSERT INTO versions_6
+        (tenant, workspace, path, life, version, seq, deleted, content_type, author, updated_at,
+         size, base64, content)
+    SELECT tenant, workspace, path, life, version, seq, deleted, content_type, author,
+           updated_at, size, 0, content
+    FROM versions;
+
+    DROP TABLE versions;
+    ALTER TABLE versions_6 RENAME TO versions;
+    CREATE UNIQUE INDEX versions_by_seq ON versions (tenant, workspace, path, seq);
+    ",
 ];
 
 /// Opens (creating if needed) the read-write connection, checks that the file is a wsp database
@@ -517,6 +556,76 @@ mod tests {
         assert_eq!(rows, 1, "only the new life's version is left");
         let listed = store.list(&owner, &WorkspacePrefix::all()).await.unwrap();
         assert_eq!(listed.len(), 1);
+    }
+
+    /// A database written by schema 5 keeps every version, tombstone and snapshot through the
+    /// rebuild of migration 6; its files read as text, and `content` is still the last column.
+    #[tokio::test(flavor = "current_thread")]
+    async fn schema_5_keeps_every_row_and_reads_them_as_text() {
+        use wsp_store::{FileWrite, Limits, Precondition, WorkspaceStore};
+        use wsp_types::wire::ContentEncoding;
+        use wsp_types::{MediaType, Owner, WorkspacePath, WorkspacePrefix};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wsp.sqlite3");
+        // a.md v1 (seq 1) pinned by snapshot "s", then a.md v2 (2) and its delete (3); b.md v1 (4).
+        let v5 = database_at(&path, 5);
+        v5.execute_batch(
+            "INSERT INTO owners VALUES ('t', 'w', 4, 1);
+             INSERT INTO files VALUES ('t', 'w', 'a.md', 7, 3, 0, 3);
+             INSERT INTO files VALUES ('t', 'w', 'b.md', 9, 1, 1, 4);
+             INSERT INTO versions VALUES ('t', 'w', 'a.md', 7, 1, 1, 0, 'text/markdown', 'ann', 0, 2, 'v1');
+             INSERT INTO versions VALUES ('t', 'w', 'a.md', 7, 2, 2, 0, 'text/markdown', NULL, 0, 2, 'v2');
+             INSERT INTO versions VALUES ('t', 'w', 'a.md', 7, 3, 3, 1, NULL, NULL, 0, NULL, NULL);
+             INSERT INTO versions VALUES ('t', 'w', 'b.md', 9, 1, 4, 0, 'text/plain', NULL, 0, 3, 'bbb');
+             INSERT INTO snapshots VALUES ('t', 'w', '55555555555555555555555555555555', 1, 'run', 0, NULL, NULL);",
+        )
+        .unwrap();
+        drop(v5);
+
+        let store = crate::SqliteStore::open(&path, Limits::default()).unwrap();
+        let owner = Owner::parse("t", "w").unwrap();
+        let a = WorkspacePath::parse("a.md").unwrap();
+        let b = WorkspacePath::parse("b.md").unwrap();
+        let s = wsp_store::SnapshotId::parse("55555555555555555555555555555555").unwrap();
+        let pinned = store.get_at(&owner, &s, &a).await.unwrap();
+        assert_eq!(
+            (pinned.content.as_str(), pinned.meta.author.as_deref()),
+            ("v1", Some("ann"))
+        );
+        assert_eq!(pinned.meta.encoding, ContentEncoding::Utf8);
+        let live = store.get(&owner, &b, None).await.unwrap();
+        assert_eq!((live.content.as_str(), live.meta.size), ("bbb", 3));
+        assert_eq!(live.meta.encoding, ContentEncoding::Utf8);
+        let listed = store.list(&owner, &WorkspacePrefix::all()).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        let raw = Connection::open(&path).unwrap();
+        let rows: i64 = raw
+            .query_row("SELECT count(*) FROM versions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 4);
+        let last: String = raw
+            .query_row(
+                "SELECT name FROM pragma_table_info('versions') ORDER BY cid DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(last, "content");
+        // The rebuilt table takes bytes.
+        let png = MediaType::from_static("image/png");
+        store
+            .put(
+                &owner,
+                &b,
+                FileWrite::bytes(&[0, 0xff], png),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+        let bytes = store.get(&owner, &b, None).await.unwrap();
+        assert_eq!(bytes.meta.encoding, ContentEncoding::Base64);
+        assert_eq!(bytes.meta.size, 2);
     }
 
     /// A database written by schema 1 (no tombstone rows, no snapshots, no feed) keeps every

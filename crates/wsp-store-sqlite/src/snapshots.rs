@@ -143,8 +143,8 @@ const PINNED_BYTES: &str = "
 
 /// A path as of `?4`: its newest row at or before it.
 const GET_AT: &str = "
-    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.content,
-           v.deleted
+    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           v.content, v.deleted
     FROM versions AS v
     WHERE v.tenant = ?1 AND v.workspace = ?2 AND v.path = ?3 AND v.seq <= ?4
     ORDER BY v.seq DESC
@@ -153,7 +153,8 @@ const GET_AT: &str = "
 /// Files live as of `?4` with `?3 <= path < ?5`, in byte order: per path (every path with a
 /// stored row has a `files` row), its newest row at or before `?4`, unless a tombstone.
 const LIST_AT_RANGE: &str = "
-    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           f.path
     FROM files AS f
     JOIN versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -167,7 +168,8 @@ const LIST_AT_RANGE: &str = "
 
 /// [`LIST_AT_RANGE`] with no upper bound.
 const LIST_AT_FROM: &str = "
-    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, f.path
+    SELECT v.life, v.version, v.content_type, v.author, v.updated_at, v.size, v.base64,
+           f.path
     FROM files AS f
     JOIN versions AS v
       ON v.tenant = f.tenant AND v.workspace = f.workspace AND v.path = f.path
@@ -485,12 +487,12 @@ pub(crate) fn list_at(
         .and_then(|mut stmt| {
             let mut rows = stmt.query(params.as_slice())?;
             while let Some(row) = rows.next()? {
-                let path: String = row.get(6)?;
+                let path: String = row.get(7)?;
                 // The range is tight for every prefix but the unbounded one.
                 if !path.starts_with(start) {
                     break;
                 }
-                files.push(meta(row, parse_path(path, 6)?)?);
+                files.push(meta(row, parse_path(path, 7)?)?);
             }
             Ok(())
         })
@@ -520,12 +522,12 @@ pub(crate) fn get_at(
                     seq,
                 ),
                 |row| {
-                    if row.get::<_, bool>(7)? {
+                    if row.get::<_, bool>(8)? {
                         return Ok(None);
                     }
                     Ok(Some(StoredFile {
                         meta: meta(row, path.clone())?,
-                        content: row.get(6)?,
+                        content: row.get(7)?,
                     }))
                 },
             )

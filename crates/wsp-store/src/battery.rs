@@ -55,6 +55,7 @@ macro_rules! battery_tests {
             recreate_after_delete_starts_a_new_life,
             retention_keeps_the_newest_versions,
             max_file_bytes_counts_utf8_bytes,
+            binary_bodies_are_kept_as_written,
             max_files_counts_live_files,
             owners_are_isolated,
             list_prefix_and_byte_order,
@@ -185,11 +186,8 @@ where
 {
     let s = make(Limits::default()).await;
     let a = owner("a");
-    let w = FileWrite {
-        content: "{}".into(),
-        content_type: wsp_types::MediaType::from_static("application/json"),
-        author: Some("alice".into()),
-    };
+    let w =
+        FileWrite::text("{}", wsp_types::MediaType::from_static("application/json")).by("alice");
     s.put(&a, &path("x.json"), w, Precondition::None)
         .await
         .unwrap();
@@ -493,6 +491,77 @@ where
         })
     );
     assert_eq!(s.get(&a, &p, None).await.unwrap().content, exact);
+}
+
+/// A binary body comes back exactly as written (base64, its encoding and media type), in the
+/// list and the history too; `max_file_bytes` counts its decoded bytes; base64 that is not the
+/// one accepted spelling is refused and stores nothing.
+pub async fn binary_bodies_are_kept_as_written<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    use wsp_types::MediaType;
+    use wsp_types::wire::ContentEncoding;
+
+    let s = make(small()).await;
+    let a = owner("a");
+    let p = path("logo.png");
+    let png = MediaType::from_static("image/png");
+    // 64 bytes (the limit) that are not UTF-8, NUL included; 88 characters of base64.
+    let bytes: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37) ^ 0x80).collect();
+    let stored = s
+        .put(
+            &a,
+            &p,
+            FileWrite::bytes(&bytes, png.clone()),
+            Precondition::None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.meta.size, 64);
+    assert_eq!(stored.meta.encoding, ContentEncoding::Base64);
+    let read = s.get(&a, &p, None).await.unwrap();
+    assert_eq!(read.meta.encoding, ContentEncoding::Base64);
+    assert_eq!(read.meta.content_type, png);
+    assert_eq!(read.meta.size, 64);
+    assert_eq!(
+        ContentEncoding::Base64.decode(&read.content).unwrap(),
+        bytes
+    );
+    let listed = s.list(&a, &all()).await.unwrap();
+    assert_eq!(listed[0].encoding, ContentEncoding::Base64);
+    assert_eq!(listed[0].size, 64);
+
+    // One byte over the limit, though the text under it is what the limit would allow.
+    let over = FileWrite::bytes(&[0u8; 65], png.clone());
+    assert_eq!(
+        s.put(&a, &p, over, Precondition::None).await,
+        Err(StoreError::TooLarge {
+            limit: LimitKind::MaxFileBytes,
+            max: 64
+        })
+    );
+    for bad in ["AA=", "AB==", "AA AA===", "%%%%"] {
+        let mut w = FileWrite::bytes(b"", png.clone());
+        w.content = bad.into();
+        assert!(
+            matches!(
+                s.put(&a, &p, w, Precondition::None).await,
+                Err(StoreError::InvalidContent(_))
+            ),
+            "{bad:?}"
+        );
+    }
+    // Text written over it is text again; the binary version stays in the history as it was.
+    put(&s, &a, "logo.png", "now text").await;
+    let history = s.history(&a, &p).await.unwrap();
+    assert_eq!(history[0].encoding, ContentEncoding::Utf8);
+    assert_eq!(history[1].encoding, ContentEncoding::Base64);
+    let v1 = s.get(&a, &p, Some(1)).await.unwrap();
+    assert_eq!(ContentEncoding::Base64.decode(&v1.content).unwrap(), bytes);
+    assert_eq!(history.len(), 2, "refused writes stored nothing");
 }
 
 /// `max_files` counts live files per owner: replacing is fine, a new path over the limit is not.

@@ -28,6 +28,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use chrono::{DateTime, Utc};
+use wsp_types::wire::ContentEncoding;
 use wsp_types::{ETag, LimitKind, MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 #[doc(hidden)]
@@ -49,7 +50,7 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
-    /// Largest `content`, in UTF-8 bytes.
+    /// Largest body, in bytes: the UTF-8 bytes of text, the decoded bytes of a base64 body.
     pub max_file_bytes: u64,
     /// Most live files per owner.
     pub max_files: u64,
@@ -121,10 +122,18 @@ impl Precondition {
 }
 
 /// The body of a write.
+///
+/// `content` is spelled as `encoding` says: the text itself, or the file's bytes in standard,
+/// padded base64 (see [`wsp_types::wire::ContentEncoding`]), which is also how stores keep a
+/// binary body. Every backend checks a write with [`check_file_size`] first, which refuses
+/// base64 that is not the one accepted spelling of some bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileWrite {
-    /// The UTF-8 content (a [`RedactingStore`] redacts it before the store beneath sees it).
+    /// The content (a [`RedactingStore`] redacts text before the store beneath sees it, and
+    /// refuses bytes that hold a secret).
     pub content: String,
+    /// How `content` carries the body.
+    pub encoding: ContentEncoding,
     /// The media type (`text/markdown` when the client sent none).
     pub content_type: MediaType,
     /// Who wrote it (the acting principal), for attribution only.
@@ -134,11 +143,33 @@ pub struct FileWrite {
 impl FileWrite {
     /// A markdown write with no recorded author.
     pub fn markdown(content: impl Into<String>) -> Self {
+        Self::text(content, MediaType::markdown())
+    }
+
+    /// A text write of `content_type` with no recorded author.
+    pub fn text(content: impl Into<String>, content_type: MediaType) -> Self {
         Self {
             content: content.into(),
-            content_type: MediaType::markdown(),
+            encoding: ContentEncoding::Utf8,
+            content_type,
             author: None,
         }
+    }
+
+    /// A write of `bytes` (kept as base64) of `content_type`, with no recorded author.
+    pub fn bytes(bytes: &[u8], content_type: MediaType) -> Self {
+        Self {
+            content: wsp_types::base64_encode(bytes),
+            encoding: ContentEncoding::Base64,
+            content_type,
+            author: None,
+        }
+    }
+
+    /// This write attributed to `author`.
+    pub fn by(mut self, author: impl Into<String>) -> Self {
+        self.author = Some(author.into());
+        self
     }
 }
 
@@ -149,13 +180,15 @@ pub struct FileMeta {
     pub path: WorkspacePath,
     /// Its media type.
     pub content_type: MediaType,
+    /// How the content is spelled: text, or bytes in base64.
+    pub encoding: ContentEncoding,
     /// Version within the current life of the path, starting at 1.
     pub version: u64,
     /// The opaque tag of this (path, life, version).
     pub etag: ETag,
     /// When this version was written.
     pub updated_at: DateTime<Utc>,
-    /// Content length in UTF-8 bytes.
+    /// Body length in bytes: UTF-8 bytes of text, decoded bytes of base64.
     pub size: u64,
     /// Who wrote this version, when known.
     pub author: Option<String>,
@@ -166,7 +199,7 @@ pub struct FileMeta {
 pub struct StoredFile {
     /// The version's metadata.
     pub meta: FileMeta,
-    /// The content.
+    /// The content, spelled as `meta.encoding` says.
     pub content: String,
 }
 
@@ -301,6 +334,10 @@ pub enum StoreError {
         /// The field, as the wire names it (`path`, `contentType`, ...).
         field: &'static str,
     },
+    /// A write's `content` is not what its encoding says (base64 that is not valid, padded,
+    /// standard base64); nothing was stored.
+    #[error("{0}")]
+    InvalidContent(String),
     /// The backend does not offer this capability (snapshots, the change feed).
     #[error("the store does not support {0}")]
     Unsupported(&'static str),
@@ -369,6 +406,7 @@ impl PartialEq for StoreError {
             | (Self::Internal { reason: a, .. }, Self::Internal { reason: b, .. }) => a == b,
             (Self::ContainsSecret { field: a }, Self::ContainsSecret { field: b }) => a == b,
             (Self::Unsupported(a), Self::Unsupported(b)) => a == b,
+            (Self::InvalidContent(a), Self::InvalidContent(b)) => a == b,
             _ => false,
         }
     }
@@ -629,15 +667,22 @@ pub fn new_life_id() -> u64 {
     u64::from_le_bytes(buf)
 }
 
-/// Checks a write's size against `limits`, the first thing every backend does.
-pub fn check_file_size(limits: &Limits, write: &FileWrite) -> Result<(), StoreError> {
-    if write.content.len() as u64 > limits.max_file_bytes {
+/// Checks a write's body against `limits`, the first thing every backend does, and returns
+/// its size in bytes (what [`FileMeta::size`] records): base64 that is not the one accepted
+/// spelling of some bytes is [`StoreError::InvalidContent`], a body over
+/// [`Limits::max_file_bytes`] (decoded bytes for base64) is [`StoreError::TooLarge`].
+pub fn check_file_size(limits: &Limits, write: &FileWrite) -> Result<u64, StoreError> {
+    let size = write
+        .encoding
+        .body_len(&write.content)
+        .map_err(|e| StoreError::InvalidContent(e.to_string()))?;
+    if size > limits.max_file_bytes {
         return Err(StoreError::TooLarge {
             limit: LimitKind::MaxFileBytes,
             max: limits.max_file_bytes,
         });
     }
-    Ok(())
+    Ok(size)
 }
 
 #[cfg(test)]

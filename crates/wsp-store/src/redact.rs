@@ -187,6 +187,19 @@ impl Redactor {
         m.literal.is_match(text) || m.folded.is_match(&nfkd(text))
     }
 
+    /// Whether `bytes` hold a secret: as text in any normalization form when they are UTF-8,
+    /// else as any configured spelling of it (its UTF-8 bytes in each normal form). For a
+    /// binary body, which cannot be redacted without corrupting it and so is refused instead.
+    pub fn contains_secret_in_bytes(&self, bytes: &[u8]) -> bool {
+        let Some(m) = &self.matchers else {
+            return false;
+        };
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.contains_secret(text),
+            Err(_) => m.literal.is_match(bytes),
+        }
+    }
+
     /// The text with every secret replaced; borrowed when nothing matched.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let Some(m) = &self.matchers else {

@@ -1,9 +1,10 @@
 //! WSR-1 in one place: a store layer that every writer passes.
 //!
 //! [`RedactingStore`] wraps any [`WorkspaceStore`]. Before a write reaches the store beneath it
-//! redacts the owner's secrets from the content (and the recorded author), and refuses a write
+//! redacts the owner's secrets from text content (and the recorded author), and refuses a write
 //! whose path or media type holds one: those fields name things, so a marker in them would
-//! change what the caller addresses. Snapshot labels and release outcomes are refused the same
+//! change what the caller addresses. A binary body holding a secret is refused too: a marker
+//! spliced into bytes would corrupt the file. Snapshot labels and release outcomes are refused the same
 //! way. A host builds its store as this layer over the backend and hands that one value to
 //! every writer (the HTTP routes, publishing, the test seam, the virtual filesystem, the items
 //! profile, the context memory log), so none of them redacts by itself and none can forget to.
@@ -117,8 +118,9 @@ pub fn refuse_secret(
 
 /// A [`WorkspaceStore`] that applies WSR-1 to every write before the store beneath it sees it.
 ///
-/// - [`put`](WorkspaceStore::put): the content and the author are redacted; a path or a media
-///   type holding a secret is refused ([`StoreError::ContainsSecret`], nothing stored).
+/// - [`put`](WorkspaceStore::put): text content and the author are redacted; a path, a media
+///   type or a binary (base64) body holding a secret is refused ([`StoreError::ContainsSecret`],
+///   nothing stored), as bytes cannot be redacted without corrupting the file.
 /// - [`snapshot`](WorkspaceStore::snapshot), [`snapshot_within`](WorkspaceStore::snapshot_within)
 ///   and [`release_snapshot`](WorkspaceStore::release_snapshot): a label or outcome holding a
 ///   secret is refused.
@@ -181,7 +183,17 @@ impl<S: WorkspaceStore + ?Sized> RedactingStore<S> {
                 field: "contentType",
             });
         }
-        if let Cow::Owned(content) = r.redact(&write.content) {
+        if write.encoding.is_binary() {
+            // Bytes cannot be redacted without corrupting the file: a secret in them is
+            // refused, like a secret in a name.
+            let bytes = write
+                .encoding
+                .decode(&write.content)
+                .map_err(|e| StoreError::InvalidContent(e.to_string()))?;
+            if r.contains_secret_in_bytes(&bytes) {
+                return Err(StoreError::ContainsSecret { field: "content" });
+            }
+        } else if let Cow::Owned(content) = r.redact(&write.content) {
             write.content = content;
         }
         if let Some(Cow::Owned(author)) = write.author.as_deref().map(|a| r.redact(a)) {

@@ -282,6 +282,7 @@ impl Publication {
             .map_err(PublishError::Source)?;
         let write = FileWrite {
             content: file.content,
+            encoding: file.meta.encoding,
             content_type: file.meta.content_type,
             author: self.author.clone(),
         };
@@ -338,11 +339,11 @@ mod tests {
             .put(
                 &private,
                 &p,
-                FileWrite {
-                    content: "{\"a\": 1}".into(),
-                    content_type: wsp_types::MediaType::from_static("application/json"),
-                    author: Some("u".into()),
-                },
+                FileWrite::text(
+                    "{\"a\": 1}",
+                    wsp_types::MediaType::from_static("application/json"),
+                )
+                .by("u"),
                 Precondition::None,
             )
             .await
@@ -365,6 +366,25 @@ mod tests {
         assert!(store.get(&shared, &p, None).await.is_err());
         // The source is untouched.
         assert_eq!(store.get(&private, &p, None).await.unwrap().meta.version, 1);
+        // Bytes are published as bytes.
+        let pdf = wsp_types::MediaType::from_static("application/pdf");
+        let bytes = [0x25, 0x50, 0x44, 0x46, 0x00, 0xff];
+        store
+            .put(
+                &private,
+                &p,
+                FileWrite::bytes(&bytes, pdf.clone()),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+        let third = publication.run(&store).await.unwrap();
+        assert_eq!(
+            third.meta.encoding,
+            wsp_types::wire::ContentEncoding::Base64
+        );
+        assert_eq!(third.meta.content_type, pdf);
+        assert_eq!(third.content, wsp_types::base64_encode(&bytes));
 
         let refusals = [
             (
@@ -401,7 +421,7 @@ mod tests {
         for (refused, why) in refusals {
             assert_eq!(refused.run(&store).await.unwrap_err(), why);
         }
-        // Refusals wrote nothing: the shared workspace still holds the two copies only.
+        // Refusals wrote nothing: the shared workspace still holds the three copies only.
         assert_eq!(
             store
                 .get(&shared, &path("inbox/list.md"), None)
@@ -409,7 +429,7 @@ mod tests {
                 .unwrap()
                 .meta
                 .version,
-            2
+            3
         );
         let absent = Publication {
             path: path("absent.md"),

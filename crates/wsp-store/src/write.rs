@@ -12,6 +12,7 @@
 //! [`PutDecision::stored_file`].
 
 use chrono::{DateTime, Utc};
+use wsp_types::wire::ContentEncoding;
 use wsp_types::{ETag, LimitKind, MediaType, WorkspacePath};
 
 use crate::{FileMeta, FileWrite, Limits, Precondition, StoreError, StoredFile, new_life_id};
@@ -61,6 +62,8 @@ pub struct PutDecision {
     pub history_floor: u64,
     /// The etag of the new version.
     pub etag: ETag,
+    /// The body's size in bytes (decoded bytes of base64), what the store records.
+    pub size: u64,
 }
 
 impl PutDecision {
@@ -72,15 +75,15 @@ impl PutDecision {
         write: FileWrite,
         updated_at: DateTime<Utc>,
     ) -> StoredFile {
-        let size = write.content.len() as u64;
         StoredFile {
             meta: FileMeta {
                 path: path.clone(),
                 content_type: write.content_type,
+                encoding: write.encoding,
                 version: self.version,
                 etag: self.etag,
                 updated_at,
-                size,
+                size: self.size,
                 author: write.author,
             },
             content: write.content,
@@ -110,7 +113,7 @@ pub fn decide_put(
     limits: &Limits,
     live_files: u64,
 ) -> Result<PutDecision, StoreError> {
-    crate::check_file_size(limits, write)?;
+    let size = crate::check_file_size(limits, write)?;
     let live = current.and_then(Current::live_etag);
     if !precondition.admits(live.as_ref()) {
         return Err(StoreError::Conflict {
@@ -133,6 +136,7 @@ pub fn decide_put(
         creates,
         history_floor: version.saturating_sub(limits.max_versions.max(1)),
         etag: ETag::mint(life, version),
+        size,
     })
 }
 
@@ -206,8 +210,10 @@ pub struct StoredColumns {
     pub author: Option<String>,
     /// When the version was written.
     pub updated_at: DateTime<Utc>,
-    /// The content's size in bytes.
+    /// The body's size in bytes (decoded bytes of base64).
     pub size: i64,
+    /// Whether the content is base64 (stored as a flag: 1 or `true`).
+    pub base64: bool,
 }
 
 /// The metadata of the version stored as `columns` at `path`; its etag is minted from the life
@@ -217,6 +223,11 @@ pub fn file_meta(path: WorkspacePath, columns: StoredColumns) -> FileMeta {
     FileMeta {
         path,
         content_type: columns.content_type,
+        encoding: if columns.base64 {
+            ContentEncoding::Base64
+        } else {
+            ContentEncoding::Utf8
+        },
         version,
         etag: ETag::mint(life_id(columns.life), version),
         updated_at: columns.updated_at,
@@ -274,6 +285,7 @@ mod tests {
                 creates: false,
                 history_floor: 2,
                 etag: ETag::mint(7, 5),
+                size: 4,
             }
         );
     }

@@ -74,11 +74,11 @@ async fn everything_stored(f: &Fixture, owner: &Owner) -> String {
 #[tokio::test]
 async fn put_redacts_content_and_author() {
     let f = fixture();
-    let write = FileWrite {
-        content: format!("key={SECRET}\n"),
-        content_type: wsp_types::MediaType::from_static("text/plain"),
-        author: Some(format!("agent-{SECRET}")),
-    };
+    let write = FileWrite::text(
+        format!("key={SECRET}\n"),
+        wsp_types::MediaType::from_static("text/plain"),
+    )
+    .by(format!("agent-{SECRET}"));
     let stored = f
         .store
         .put(&f.owner, &p("MEMORY.md"), write, Precondition::None)
@@ -92,6 +92,63 @@ async fn put_redacts_content_and_author() {
     let all = everything_stored(&f, &f.owner).await;
     assert!(!all.contains(SECRET), "{all}");
     assert!(all.contains("key=[REDACTED:openai]"), "{all}");
+}
+
+/// Bytes cannot be redacted without corrupting the file, so a binary body holding a secret (in
+/// any normal form, inside bytes that are not UTF-8) is refused and nothing is stored; bytes
+/// without one are stored exactly.
+#[tokio::test]
+async fn a_binary_body_with_a_secret_is_refused() {
+    let f = fixture();
+    let png = wsp_types::MediaType::from_static("image/png");
+    let framed = |secret: &str| {
+        let mut bytes = vec![0x89, b'P', b'N', b'G', 0x00, 0xff];
+        bytes.extend_from_slice(secret.as_bytes());
+        bytes.extend_from_slice(&[0xfe, 0x00]);
+        bytes
+    };
+    let nfd = "pa\u{308}sswo\u{308}rd-geheim-e\u{301}";
+    for (i, secret) in [SECRET, ACCENTED, nfd].into_iter().enumerate() {
+        let write = FileWrite::bytes(&framed(secret), png.clone());
+        let err = f
+            .store
+            .put(
+                &f.owner,
+                &p(&format!("img/{i}.png")),
+                write,
+                Precondition::None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err, StoreError::ContainsSecret { field: "content" }, "{i}");
+    }
+    // Valid UTF-8 sent as base64 is searched as text, in every normal form too.
+    let write = FileWrite::bytes(format!("x {nfd} y").as_bytes(), png.clone());
+    let err = f
+        .store
+        .put(&f.owner, &p("img/text.png"), write, Precondition::None)
+        .await
+        .unwrap_err();
+    assert_eq!(err, StoreError::ContainsSecret { field: "content" });
+    assert!(
+        f.backend
+            .list(&f.owner, &WorkspacePrefix::all())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let clean = framed("nothing to see");
+    let stored = f
+        .store
+        .put(
+            &f.owner,
+            &p("img/ok.png"),
+            FileWrite::bytes(&clean, png),
+            Precondition::None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.content, wsp_types::base64_encode(&clean));
 }
 
 #[tokio::test]
@@ -158,11 +215,10 @@ async fn a_path_or_media_type_with_a_secret_is_refused_and_nothing_is_stored() {
         ),
     ];
     for (path, content_type, field) in cases {
-        let write = FileWrite {
-            content: "harmless".into(),
-            content_type: wsp_types::MediaType::parse(&content_type).unwrap(),
-            author: None,
-        };
+        let write = FileWrite::text(
+            "harmless",
+            wsp_types::MediaType::parse(&content_type).unwrap(),
+        );
         let err = f
             .store
             .put(&f.owner, &p(&path), write, Precondition::None)

@@ -8,6 +8,7 @@
 //! The structs in [`wire`] are generated from `schemas/*.schema.json` by `cargo xtask codegen`;
 //! the newtypes here are written by hand.
 
+mod content;
 mod error;
 mod etag;
 mod ids;
@@ -17,6 +18,7 @@ mod path;
 mod scope;
 pub mod wire;
 
+pub use content::{Base64Error, base64_encode, body_of};
 pub use error::{ErrorCode, LimitKind};
 pub use etag::ETag;
 pub use ids::{hex, random_hex};

@@ -58,6 +58,59 @@ pub struct AgentsCapability {
     )]
     pub manifest_runtime: ::std::option::Option<ManifestRuntimeCapability>,
 }
+/// How a file's `content` string carries its bytes (a wsp extension, advertised as `wsp.binaryContent` in discovery). `utf-8`: the string is the text itself. `base64`: the string is the bytes in standard base64 (RFC 4648 section 4, with `=` padding, no line breaks or other characters, unused bits zero), for files that are not UTF-8 text such as images and PDFs.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd,
+)]
+pub enum ContentEncoding {
+    /// The content is the file's text.
+    #[serde(rename = "utf-8")]
+    Utf8,
+    /// The content is the file's bytes in standard, padded base64.
+    #[serde(rename = "base64")]
+    Base64,
+}
+impl ::std::fmt::Display for ContentEncoding {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Utf8 => f.write_str("utf-8"),
+            Self::Base64 => f.write_str("base64"),
+        }
+    }
+}
+impl ::std::str::FromStr for ContentEncoding {
+    type Err = self::error::ConversionError;
+    fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "utf-8" => Ok(Self::Utf8),
+            "base64" => Ok(Self::Base64),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for ContentEncoding {
+    type Error = self::error::ConversionError;
+    fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for ContentEncoding {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
 /// Answer of `GET /.well-known/openwop`: the protocol version, limits and capability blocks of the host. Capability blocks sit at the root. Other keys are allowed at the root, because OpenWOP hosts advertise capability blocks that wsp does not model; a reader ignores those it does not know.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 pub struct Discovery {
@@ -450,7 +503,7 @@ pub struct RunWorkspaceEntry {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceCapability {
-    /// Largest file body in UTF-8 bytes; a larger write is refused with `413 workspace_too_large`.
+    /// Largest file body in bytes (UTF-8 bytes of text; decoded bytes of a `base64` body); a larger write is refused with `413 workspace_too_large`.
     #[serde(
         rename = "maxFileBytes",
         skip_serializing_if = "::std::option::Option::is_none"
@@ -492,8 +545,14 @@ pub struct WorkspaceEvent {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceFile {
-    /// The file body, UTF-8 text.
+    /// The file body: UTF-8 text, or with `contentEncoding: base64` the file's bytes in standard, padded base64.
     pub content: ::std::string::String,
+    /// `base64` when `content` is the file's bytes in standard, padded base64 (a file written with `contentEncoding: base64`); absent for text. A wsp extension (discovery `wsp.binaryContent`).
+    #[serde(
+        rename = "contentEncoding",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub content_encoding: ::std::option::Option<ContentEncoding>,
     /// Media type of the body; `text/markdown` when the writer named none.
     #[serde(
         rename = "contentType",
@@ -521,9 +580,15 @@ pub struct WorkspaceFile {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceFileCreate {
-    /// The new file body, UTF-8 text; at most `workspace.maxFileBytes` bytes as received.
+    /// The new file body: UTF-8 text, or with `contentEncoding: base64` the file's bytes in standard, padded base64. At most `workspace.maxFileBytes` bytes of text, or of decoded bytes.
     pub content: ::std::string::String,
-    /// Media type of the body; `text/markdown` when absent.
+    /// How `content` carries the body: `utf-8` for text (also what an absent field means), `base64` for bytes that are not UTF-8 text. A wsp extension (discovery `wsp.binaryContent`): leave it out for text, so that the body is the plain OpenWOP one; content that is not valid, canonical base64 is refused with `400 validation_error`.
+    #[serde(
+        rename = "contentEncoding",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub content_encoding: ::std::option::Option<ContentEncoding>,
+    /// Media type of the body; when absent, `text/markdown` (`application/octet-stream` for a `base64` body).
     #[serde(
         rename = "contentType",
         default = "defaults::workspace_file_create_content_type"
@@ -550,6 +615,12 @@ pub struct WorkspaceFileList {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceFileMeta {
+    /// `base64` for a file written as bytes (`contentEncoding: base64`); absent for text. A wsp extension (discovery `wsp.binaryContent`).
+    #[serde(
+        rename = "contentEncoding",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub content_encoding: ::std::option::Option<ContentEncoding>,
     /// Media type of the body; `text/markdown` when the writer named none.
     #[serde(
         rename = "contentType",
@@ -561,6 +632,9 @@ pub struct WorkspaceFileMeta {
     pub etag: ::std::option::Option<::std::string::String>,
     /// Workspace-relative path: a flat name in which `/` may appear, with no leading `/` and no empty, `.` or `..` component.
     pub path: crate::WorkspacePath,
+    /// Size of the body in bytes (for a `base64` file, of the decoded bytes): what `maxFileBytes` counts. A wsp extension.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub size: ::std::option::Option<u64>,
     /// When this version was written (RFC 3339).
     #[serde(rename = "updatedAt")]
     pub updated_at: ::chrono::DateTime<::chrono::offset::Utc>,
@@ -589,6 +663,12 @@ pub struct WorkspaceUpdated {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WspExtensions {
+    /// Files may hold bytes that are not UTF-8 text: a PUT with `contentEncoding: base64` stores the decoded bytes, and a GET of such a file answers them in base64 with `contentEncoding: base64`. Absent: `content` is always text.
+    #[serde(
+        rename = "binaryContent",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub binary_content: ::std::option::Option<bool>,
     /// A delete's `workspace.updated` payload carries `deleted: true`. Absent: deletes look like writes in the feed.
     #[serde(
         rename = "deleteEvents",

@@ -86,6 +86,8 @@ fn meta() -> WorkspaceFileMeta {
     WorkspaceFileMeta {
         path: WorkspacePath::parse("notes/plan.md").unwrap(),
         content_type: "text/markdown".into(),
+        content_encoding: None,
+        size: None,
         version: NonZeroU64::new(3).unwrap(),
         etag: Some("\"00000000000004d2-3\"".into()),
         updated_at: "2026-05-25T10:15:00Z".parse().unwrap(),

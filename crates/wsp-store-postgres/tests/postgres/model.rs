@@ -120,11 +120,11 @@ async fn any_string_round_trips() {
     .enumerate()
     {
         let p = path(&format!("s/{i}.txt"));
-        let w = FileWrite {
-            content: content.into(),
-            content_type: wsp_types::MediaType::from_static("text/plain; charset=utf-8"),
-            author: Some("ünïcode author".into()),
-        };
+        let w = FileWrite::text(
+            content,
+            wsp_types::MediaType::from_static("text/plain; charset=utf-8"),
+        )
+        .by("ünïcode author");
         let written = s.put(&a, &p, w, Precondition::None).await.unwrap();
         assert_eq!(written.meta.size, content.len() as u64);
         assert_eq!(s.get(&a, &p, None).await.unwrap(), written, "{content:?}");
@@ -309,11 +309,11 @@ async fn an_older_schema_with_data_is_migrated() {
     let s = schema.store(Limits::default()).await;
     let a = owner("a");
     for (p, author) in [("a.md", Some("ann")), ("b/c.md", None)] {
-        let w = FileWrite {
-            content: format!("{p} body"),
-            content_type: wsp_types::MediaType::from_static("text/plain"),
-            author: author.map(str::to_owned),
-        };
+        let mut w = FileWrite::text(
+            format!("{p} body"),
+            wsp_types::MediaType::from_static("text/plain"),
+        );
+        w.author = author.map(str::to_owned);
         s.put(&a, &path(p), w, Precondition::None).await.unwrap();
     }
     s.put(
@@ -336,7 +336,8 @@ async fn an_older_schema_with_data_is_migrated() {
         .await
         .batch_execute(&schema.sql(
             "ALTER TABLE {s}.wsp_files DROP COLUMN content_type, DROP COLUMN author,
-                 DROP COLUMN updated_at, DROP COLUMN size;
+                 DROP COLUMN updated_at, DROP COLUMN size, DROP COLUMN base64;
+             ALTER TABLE {s}.wsp_versions DROP COLUMN base64;
              DROP TABLE {s}.wsp_idempotency;
              DROP TABLE {s}.wsp_approvals;
              DROP INDEX {s}.wsp_snapshots_by_time;

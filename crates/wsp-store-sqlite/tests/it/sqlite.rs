@@ -98,11 +98,14 @@ async fn reopen_keeps_versions_etags_tombstones_counts_snapshots_and_the_feed() 
     let (before_a, before_b, gone_etag, again_v1, run, pinned, feed_a, feed_b) = {
         let s = SqliteStore::open(&db(&dir), small()).unwrap();
         for i in 1..=4 {
-            let w = FileWrite {
-                content: format!("keep v{i}"),
-                content_type: wsp_types::MediaType::from_static("text/plain"),
-                author: (i % 2 == 0).then(|| format!("author {i}")),
+            let plain = wsp_types::MediaType::from_static("text/plain");
+            // Version 3 is bytes, kept as base64 across the reopen.
+            let mut w = if i == 3 {
+                FileWrite::bytes(&[0xff, 0x00, i], plain)
+            } else {
+                FileWrite::text(format!("keep v{i}"), plain)
             };
+            w.author = (i % 2 == 0).then(|| format!("author {i}"));
             s.put(&a, &path("keep.md"), w, Precondition::None)
                 .await
                 .unwrap();

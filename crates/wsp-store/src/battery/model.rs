@@ -241,13 +241,14 @@ fn path(index: usize) -> WorkspacePath {
 }
 
 /// A stored file without what differs by design between two stores (etag, time).
-type Seen = (String, u64, String, String, u64, Option<String>);
+type Seen = (String, u64, String, bool, String, u64, Option<String>);
 
 fn seen(f: &StoredFile) -> Seen {
     (
         f.meta.path.as_str().to_owned(),
         f.meta.version,
         f.content.clone(),
+        f.meta.encoding.is_binary(),
         f.meta.content_type.to_string(),
         f.meta.size,
         f.meta.author.clone(),
@@ -324,18 +325,25 @@ pub async fn run_script<S: WorkspaceStore>(
                 pre,
             } => {
                 let (o, key) = (owner(tenant), (tenant, p));
-                // Exactly `len` bytes, different at every step.
+                // Exactly `len` bytes, different at every step; every fourth write is bytes
+                // that are not UTF-8 (kept as base64, where the limit counts decoded bytes).
                 let mut content = format!("{step:02}-{}", "x".repeat(len));
                 content.truncate(len);
-                let write = FileWrite {
-                    content,
-                    content_type: if step % 3 == 0 {
-                        wsp_types::MediaType::from_static("text/plain")
-                    } else {
-                        wsp_types::MediaType::markdown()
-                    },
-                    author: (step % 2 == 0).then(|| format!("agent-{step}")),
+                let content_type = if step % 3 == 0 {
+                    wsp_types::MediaType::from_static("text/plain")
+                } else {
+                    wsp_types::MediaType::markdown()
                 };
+                let mut write = if step % 4 == 1 {
+                    let mut bytes = content.into_bytes();
+                    if let Some(first) = bytes.first_mut() {
+                        *first = 0xff;
+                    }
+                    FileWrite::bytes(&bytes, content_type)
+                } else {
+                    FileWrite::text(content, content_type)
+                };
+                write.author = (step % 2 == 0).then(|| format!("agent-{step}"));
                 let b = backend
                     .put(&o, &path(p), write.clone(), tags_b.resolve(key, pre))
                     .await;

@@ -5,7 +5,7 @@ use clap::{ArgGroup, Args, Subcommand};
 use wsp_client::{Client, Error};
 use wsp_context::{
     ContextConfig, ContextReport, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, EntryOutcome,
-    ReadOutcome, SourceError, SourceFuture, assemble,
+    ReadOutcome, Refusal, SourceError, SourceFuture, assemble,
 };
 use wsp_types::{ErrorCode, WorkspacePath, WorkspacePrefix};
 
@@ -105,6 +105,11 @@ impl ContextSource for HttpSource {
                 None => self.client.get(path, None).await,
             };
             match got {
+                Ok(file) if file.encoding().is_binary() => {
+                    Ok(ReadOutcome::Refused(Refusal::Binary {
+                        content_type: file.content_type,
+                    }))
+                }
                 Ok(file) => Ok(ReadOutcome::Found(file.content)),
                 Err(e) if e.code() == Some(ErrorCode::NotFound) => Ok(ReadOutcome::Missing),
                 Err(e) => Err(self.unavailable(e)),

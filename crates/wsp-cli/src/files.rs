@@ -71,7 +71,8 @@ enum FilesCommand {
         #[arg(long)]
         version: Option<u64>,
     },
-    /// Create or replace a file from --file or standard input.
+    /// Create or replace a file from --file or standard input. Content that is not UTF-8 text
+    /// (an image, a PDF) is sent as bytes (`contentEncoding: base64`).
     Put {
         /// Workspace path.
         path: String,
@@ -84,9 +85,12 @@ enum FilesCommand {
         /// Only if the path has no live file.
         #[arg(long, conflicts_with = "if_match")]
         create_only: bool,
-        /// Media type (default text/markdown).
+        /// Media type (default text/markdown for text, application/octet-stream for bytes).
         #[arg(long)]
         content_type: Option<String>,
+        /// Send the content as bytes even when it is valid UTF-8.
+        #[arg(long)]
+        binary: bool,
     },
     /// Delete a file.
     Rm {
@@ -185,7 +189,10 @@ async fn run_with(args: FilesArgs) -> Result<(), Failure> {
             if args.json {
                 return print_json(&file);
             }
-            std::io::stdout().write_all(file.content.as_bytes())?;
+            let bytes = file.bytes().map_err(|e| {
+                CliError(format!("the host sent a body that cannot be decoded: {e}"))
+            })?;
+            std::io::stdout().write_all(&bytes)?;
         }
         FilesCommand::Put {
             path,
@@ -193,15 +200,16 @@ async fn run_with(args: FilesArgs) -> Result<(), Failure> {
             if_match,
             create_only,
             content_type,
+            binary,
         } => {
             let path = parse_path(&path)?;
-            let content = match file {
-                Some(f) => std::fs::read_to_string(&f)
+            let bytes = match file {
+                Some(f) => std::fs::read(&f)
                     .map_err(|e| CliError(format!("cannot read {}: {e}", f.display())))?,
                 None => {
-                    let mut s = String::new();
-                    std::io::stdin().read_to_string(&mut s)?;
-                    s
+                    let mut b = Vec::new();
+                    std::io::stdin().read_to_end(&mut b)?;
+                    b
                 }
             };
             let options = PutOptions {
@@ -210,10 +218,12 @@ async fn run_with(args: FilesArgs) -> Result<(), Failure> {
                 create_only,
                 idempotency_key: None,
             };
-            let stored = client
-                .put(&path, content, options)
-                .await
-                .map_err(Failure::remote)?;
+            let sent = match String::from_utf8(bytes) {
+                Ok(text) if !binary => client.put(&path, text, options).await,
+                Ok(text) => client.put_bytes(&path, text.as_bytes(), options).await,
+                Err(e) => client.put_bytes(&path, e.as_bytes(), options).await,
+            };
+            let stored = sent.map_err(Failure::remote)?;
             if args.json {
                 return print_json(&stored);
             }

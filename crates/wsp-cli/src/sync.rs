@@ -12,6 +12,9 @@
 //! conflict. Pull is the mirror image: a local file changed since the last sync is a conflict and
 //! stays as it is.
 //!
+//! Files are bytes on both sides: a local file that is not UTF-8 text is uploaded with
+//! `contentEncoding: base64`, and a binary remote file is written back as the bytes it holds.
+//!
 //! Each file that moves gets a line on standard output, then a summary; on a terminal, a
 //! progress bar on standard error counts the files done.
 
@@ -353,11 +356,14 @@ pub async fn push(
             report.record(&name, Outcome::Failed, "not a valid workspace path");
             continue;
         };
-        let Ok(content) = std::fs::read_to_string(dir.join(rel)) else {
-            report.record(&name, Outcome::Failed, "unreadable or not UTF-8 text");
-            continue;
+        let content = match std::fs::read(dir.join(rel)) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                report.record(&name, Outcome::Failed, &format!("unreadable: {e}"));
+                continue;
+            }
         };
-        let hash = sha256(content.as_bytes());
+        let hash = sha256(&content);
         let seen = manifest.files.get(&name);
         let current = remote.get(&name);
         // Decide: the etag to send (None: create only), or an outcome without a request.
@@ -397,7 +403,7 @@ pub async fn push(
                 // Never synced: equal content is adopted, different content is not ours.
                 let got = client.get(&path, None).await.map_err(Failure::remote)?;
                 let etag = got.etag.clone().unwrap_or_default();
-                if got.content == content {
+                if got.bytes().is_ok_and(|remote| *remote == *content) {
                     if !options.dry_run {
                         manifest
                             .files
@@ -424,7 +430,12 @@ pub async fn push(
             if_match: if_match.map(ETag::from_wire),
             idempotency_key: None,
         };
-        match client.put(&path, content, put).await {
+        // Text goes as text; bytes that are not UTF-8 go as base64.
+        let sent = match String::from_utf8(content) {
+            Ok(text) => client.put(&path, text, put).await,
+            Err(e) => client.put_bytes(&path, e.as_bytes(), put).await,
+        };
+        match sent {
             Ok(stored) => {
                 let etag = stored.etag.unwrap_or_default();
                 manifest
@@ -552,7 +563,14 @@ pub async fn pull(
                 continue;
             }
         };
-        let hash = sha256(file.content.as_bytes());
+        let bytes = match file.bytes() {
+            Ok(bytes) => bytes.into_owned(),
+            Err(e) => {
+                report.record(&name, Outcome::Failed, &format!("the host sent {e}"));
+                continue;
+            }
+        };
+        let hash = sha256(&bytes);
         let etag = file.etag.unwrap_or(etag);
         match (&seen, &local) {
             (None, Some(local)) if *local == hash => {
@@ -568,7 +586,7 @@ pub async fn pull(
             }
             _ => {}
         }
-        write_atomically(&target, file.content.as_bytes())?;
+        write_atomically(&target, &bytes)?;
         manifest
             .files
             .insert(name.clone(), Seen { etag, sha256: hash });

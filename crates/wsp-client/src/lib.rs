@@ -34,7 +34,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 use wsp_types::wire::{
-    Discovery, Run, RunCreated, RunList, WorkspaceFile, WorkspaceFileCreate, WorkspaceFileHistory,
+    ContentEncoding, Discovery, Run, RunCreated, RunList, WorkspaceFile, WorkspaceFileHistory,
     WorkspaceFileList,
 };
 use wsp_types::{ETag, WorkspacePath};
@@ -47,7 +47,8 @@ pub use tls::CaCerts;
 /// Options of a write.
 #[derive(Debug, Clone, Default)]
 pub struct PutOptions {
-    /// Media type (the host defaults to `text/markdown`).
+    /// Media type (the host defaults to `text/markdown`; [`Client::put_bytes`] sends
+    /// `application/octet-stream` when this is `None`).
     pub content_type: Option<String>,
     /// Write only if the live etag is this one (`If-Match`).
     pub if_match: Option<ETag>,
@@ -55,6 +56,17 @@ pub struct PutOptions {
     pub create_only: bool,
     /// Makes retries safe (`Idempotency-Key`).
     pub idempotency_key: Option<String>,
+}
+
+/// A `WorkspaceFileCreate` as sent: `contentEncoding` only for bytes, so that a text write is
+/// exactly what any OpenWOP host accepts.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PutBody {
+    content: String,
+    content_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_encoding: Option<ContentEncoding>,
 }
 
 /// A client for one host, with or without a credential.
@@ -239,20 +251,53 @@ impl Client {
         self.send(self.request(Method::GET, &url)).await
     }
 
-    /// `PUT /v1/host/workspace/files/{path}`: create or replace.
+    /// `PUT /v1/host/workspace/files/{path}`: create or replace with text.
     pub async fn put(
         &self,
         path: &WorkspacePath,
         content: impl Into<String>,
         options: PutOptions,
     ) -> Result<WorkspaceFile, Error> {
-        let url = format!("/v1/host/workspace/files/{}", encode_segment(path.as_str()));
-        let body = WorkspaceFileCreate {
+        let content_type = options
+            .content_type
+            .clone()
+            .unwrap_or_else(|| "text/markdown".to_owned());
+        let body = PutBody {
             content: content.into(),
-            content_type: options
-                .content_type
-                .unwrap_or_else(|| "text/markdown".to_owned()),
+            content_type,
+            content_encoding: None,
         };
+        self.put_body(path, body, options).await
+    }
+
+    /// `PUT /v1/host/workspace/files/{path}` with `contentEncoding: base64`: create or replace
+    /// with bytes that need not be text (an image, a PDF), on a host whose discovery says
+    /// `wsp.binaryContent`. Read them back with [`WorkspaceFile::bytes`].
+    pub async fn put_bytes(
+        &self,
+        path: &WorkspacePath,
+        bytes: &[u8],
+        options: PutOptions,
+    ) -> Result<WorkspaceFile, Error> {
+        let content_type = options
+            .content_type
+            .clone()
+            .unwrap_or_else(|| "application/octet-stream".to_owned());
+        let body = PutBody {
+            content: wsp_types::base64_encode(bytes),
+            content_type,
+            content_encoding: Some(ContentEncoding::Base64),
+        };
+        self.put_body(path, body, options).await
+    }
+
+    async fn put_body(
+        &self,
+        path: &WorkspacePath,
+        body: PutBody,
+        options: PutOptions,
+    ) -> Result<WorkspaceFile, Error> {
+        let url = format!("/v1/host/workspace/files/{}", encode_segment(path.as_str()));
         let mut headers = HeaderMap::new();
         if let Some(tag) = &options.if_match {
             headers.insert(reqwest::header::IF_MATCH, header_value(tag.as_str())?);

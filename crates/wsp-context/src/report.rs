@@ -29,7 +29,8 @@ pub struct ContextReport {
 pub struct ReportEntry {
     /// Which part of the context.
     pub section: Section,
-    /// The workspace path (a directory prefix such as `knowledge/` for listings and indexes).
+    /// The workspace path (a directory prefix such as `knowledge/` for listings and indexes),
+    /// under [`ContextConfig::path_root`](crate::ContextConfig::path_root) when one is set.
     pub path: String,
     /// What happened to it.
     pub outcome: EntryOutcome,

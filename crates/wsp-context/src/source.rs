@@ -63,10 +63,20 @@ pub enum Refusal {
     HardLinked,
     /// The content is not UTF-8 text.
     NotUtf8,
+    /// A file written as bytes (`contentEncoding: base64`), such as an image or a PDF.
+    Binary {
+        /// Its media type, as written.
+        content_type: String,
+    },
     /// Larger than the source reads.
     TooLarge {
         /// The source's ceiling, in bytes.
         max_bytes: u64,
+    },
+    /// The source's own rules refuse the file (an agent filesystem's scope or path rules).
+    Denied {
+        /// What the source said.
+        reason: String,
     },
 }
 
@@ -81,7 +91,9 @@ impl fmt::Display for Refusal {
             Self::NotRegularFile => f.write_str("not a regular file"),
             Self::HardLinked => f.write_str("a file with several hard links"),
             Self::NotUtf8 => f.write_str("not UTF-8 text"),
+            Self::Binary { content_type } => write!(f, "a binary file ({content_type}), not text"),
             Self::TooLarge { max_bytes } => write!(f, "larger than {max_bytes} bytes"),
+            Self::Denied { reason } => write!(f, "refused: {reason}"),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use wsp_store::{SnapshotId, StoreError, WorkspaceStore};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
-use crate::source::{ContextSource, Entry, ReadOutcome, SourceError, SourceFuture};
+use crate::source::{ContextSource, Entry, ReadOutcome, Refusal, SourceError, SourceFuture};
 
 /// One owner's files in a [`WorkspaceStore`].
 ///
@@ -115,6 +115,11 @@ impl ContextSource for StoreSource {
                 None => self.store.get(&self.owner, path, None).await,
             };
             match got {
+                Ok(file) if file.meta.encoding.is_binary() => {
+                    Ok(ReadOutcome::Refused(Refusal::Binary {
+                        content_type: file.meta.content_type.into_string(),
+                    }))
+                }
                 Ok(file) => Ok(ReadOutcome::Found(file.content)),
                 Err(StoreError::NotFound) => {
                     if let Some(id) = &self.snapshot {

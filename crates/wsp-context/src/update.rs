@@ -133,16 +133,22 @@ where
             }
             Err(e) => return Err(WriteError::Store(e)),
         };
+        if let Some(file) = current.as_ref().filter(|f| f.meta.encoding.is_binary()) {
+            return Err(WriteError::Corrupt {
+                path: path.to_string(),
+                reason: format!(
+                    "it holds bytes ({}, written with contentEncoding base64), not text",
+                    file.meta.content_type
+                ),
+            });
+        }
         let content = change(current.as_ref().map(|f| f.content.as_str()))?;
         let precondition = match &current {
             Some(file) => Precondition::IfMatch(vec![file.meta.etag.clone()]),
             None => Precondition::IfNoneMatchAny,
         };
-        let write = FileWrite {
-            content,
-            content_type: wsp_types::MediaType::from_static(content_type),
-            author: options.author.clone(),
-        };
+        let mut write = FileWrite::text(content, wsp_types::MediaType::from_static(content_type));
+        write.author = options.author.clone();
         match store.put(owner, path, write, precondition).await {
             Ok(file) => {
                 return Ok(Updated {

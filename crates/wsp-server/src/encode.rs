@@ -5,8 +5,8 @@ use std::num::NonZeroU64;
 use wsp_store::{FileMeta, Limits, StoreFeatures, StoredFile};
 use wsp_types::WorkspacePath;
 use wsp_types::wire::{
-    Discovery, DiscoveryLimits, Implementation, WorkspaceCapability, WorkspaceFile,
-    WorkspaceFileHistory, WorkspaceFileList, WorkspaceFileMeta, WspExtensions,
+    ContentEncoding, Discovery, DiscoveryLimits, Implementation, WorkspaceCapability,
+    WorkspaceFile, WorkspaceFileHistory, WorkspaceFileList, WorkspaceFileMeta, WspExtensions,
 };
 
 use crate::ServerConfig;
@@ -16,8 +16,15 @@ pub(crate) fn version(v: u64) -> NonZeroU64 {
     NonZeroU64::new(v).expect("store versions and sequence numbers start at 1")
 }
 
+/// `contentEncoding` on the wire: named for bytes only, so text answers stay as OpenWOP's.
+fn encoding(e: ContentEncoding) -> Option<ContentEncoding> {
+    e.is_binary().then_some(e)
+}
+
 fn meta(m: FileMeta) -> WorkspaceFileMeta {
     WorkspaceFileMeta {
+        content_encoding: encoding(m.encoding),
+        size: Some(m.size),
         content_type: m.content_type.into_string(),
         etag: Some(m.etag.into_string()),
         path: m.path,
@@ -36,6 +43,7 @@ pub fn file(f: StoredFile) -> Vec<u8> {
     let m = f.meta;
     to_vec(&WorkspaceFile {
         content: f.content,
+        content_encoding: encoding(m.encoding),
         content_type: m.content_type.into_string(),
         etag: Some(m.etag.into_string()),
         path: m.path,
@@ -104,6 +112,7 @@ pub fn discovery(
         workspace: Some(workspace),
         wsp: config.workspace_enabled.then_some(WspExtensions {
             events: features.change_feed,
+            binary_content: Some(true),
             delete_events: features.change_feed.then_some(true),
             history: true,
             updated_by: Some(true),

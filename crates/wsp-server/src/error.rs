@@ -110,6 +110,9 @@ impl WireError {
                 "a configured secret appears in {field}; nothing was stored (WSR-1)"
             ))
             .with_detail("field", field),
+            StoreError::InvalidContent(why) => {
+                Self::validation(why).with_detail("field", "content")
+            }
             StoreError::Unsupported(what) => Self::new(
                 ErrorCode::CapabilityNotProvided,
                 format!("this host's store does not support {what}"),

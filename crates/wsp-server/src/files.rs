@@ -7,6 +7,7 @@ use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use wsp_store::{FileWrite, Precondition};
+use wsp_types::wire::ContentEncoding;
 use wsp_types::{ErrorCode, LimitKind, MediaType, WorkspacePath};
 
 use crate::error::WireError;
@@ -21,12 +22,14 @@ use crate::{AppState, encode};
 /// The list route.
 pub const LIST: &str = "/v1/host/workspace/files";
 
-/// The PUT body: `content`, optional `contentType`, nothing else.
+/// The PUT body: `content`, optional `contentType` and `contentEncoding`, nothing else.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct PutBody {
     content: String,
     content_type: Option<String>,
+    #[serde(default)]
+    content_encoding: ContentEncoding,
 }
 
 /// The route of one file (`{*path}` spans segments).
@@ -149,6 +152,12 @@ const BAD_MEDIA_TYPE: Failure = fails::fail(
     ErrorCode::ValidationError,
     "`contentType` is not a media type (`details.field`)",
 );
+/// `contentEncoding: base64` with content that is not canonical base64.
+const BAD_BASE64: Failure = fails::fail(
+    ErrorCode::ValidationError,
+    "`contentEncoding` is `base64` and `content` is not standard, padded base64 \
+     (`details.field`)",
+);
 /// `If-None-Match` on a delete.
 const DELETE_IF_NONE_MATCH: Failure = fails::fail(
     ErrorCode::ValidationError,
@@ -161,6 +170,7 @@ pub(crate) struct PutFileOp;
 impl Documented for PutFileOp {
     const OWN: &'static [Failure] = &[
         BAD_MEDIA_TYPE,
+        BAD_BASE64,
         fails::SECRET_REFUSED,
         fails::CONFLICT,
         fails::FILE_TOO_LARGE,
@@ -176,7 +186,7 @@ impl Documented for PutFileOp {
     tag = "workspace",
     operation_id = "putWorkspaceFile",
     summary = "Create or replace a file atomically",
-    description = "Needs `workspace:write`. Stores the body as the file's next version in one atomic step: readers see the old or the new content, never a mix. `If-Match` (one of these etags, or `*`) or `If-None-Match: *` (create only) make the write conditional, answered 409 `workspace_conflict` with `details.currentVersion` when they fail. `maxFileBytes` and `maxFiles` apply (413), old versions past `maxVersions` are pruned, and a configured secret in the content is redacted before it is stored. `Idempotency-Key` replays the first outcome of a retried request.",
+    description = "Needs `workspace:write`. Stores the body as the file's next version in one atomic step: readers see the old or the new content, never a mix. `If-Match` (one of these etags, or `*`) or `If-None-Match: *` (create only) make the write conditional, answered 409 `workspace_conflict` with `details.currentVersion` when they fail. `maxFileBytes` (counting the decoded bytes of a `base64` body) and `maxFiles` apply (413), old versions past `maxVersions` are pruned, and a configured secret in text content is redacted before it is stored (a `base64` body holding one is refused: bytes cannot be redacted without corrupting them). With `contentEncoding: base64` the body is bytes that need not be text (an image, a PDF), answered back in base64. `Idempotency-Key` replays the first outcome of a retried request.",
     params(
         ("path" = String, Path, description = "Workspace path, raw (`notes/plan.md`) or percent-encoded (`notes%2Fplan.md`); decoded once, never repaired."),
         ("If-Match" = Option<String>, Header, description = "Write only if the live etag is one of these, or `*` for any live version."),
@@ -213,19 +223,29 @@ pub(crate) async fn write(
 }
 
 impl PutBody {
-    /// The write this body asks for: `content` within `maxFileBytes` as received (413), a
-    /// valid media type (400; `text/markdown` when absent), attributed to `principal`.
+    /// The write this body asks for: `content` in its encoding (400 for base64 that is not
+    /// canonical) within `maxFileBytes` (413; decoded bytes for base64), a valid media type
+    /// (400; `text/markdown` when absent, `application/octet-stream` for bytes), attributed to
+    /// `principal`.
     fn into_write(self, state: &AppState, principal: &str) -> Result<FileWrite, WireError> {
         let max = state.inner.store.limits().max_file_bytes;
-        if self.content.len() as u64 > max {
+        let size = self
+            .content_encoding
+            .body_len(&self.content)
+            .map_err(|e| WireError::validation(e.to_string()).with_detail("field", "content"))?;
+        if size > max {
             return Err(WireError::too_large(LimitKind::MaxFileBytes, max));
         }
         let content_type = match self.content_type {
+            None if self.content_encoding.is_binary() => {
+                MediaType::from_static("application/octet-stream")
+            }
             None => MediaType::markdown(),
             Some(t) => MediaType::parse(&t).map_err(|_| bad_media_type())?,
         };
         Ok(FileWrite {
             content: self.content,
+            encoding: self.content_encoding,
             content_type,
             author: Some(principal.to_owned()),
         })

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use wsp_types::MediaType;
 
 use crate::fails::{Documented, Failure};
 use crate::health::NoSecurity;
@@ -179,11 +180,24 @@ const PATH_PATTERN: &str = r"^[A-Za-z0-9][A-Za-z0-9._-]*(/([A-Za-z0-9_-][A-Za-z0
 /// complete components are names and whose last component may be partial.
 const PREFIX_PATTERN: &str = r"^([A-Za-z0-9][A-Za-z0-9._-]*(/(([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)/)*[A-Za-z0-9._-]*)?)?$";
 
+/// A media type as the server accepts it on a write (`MediaType::parse`): `type/subtype`
+/// tokens, spaces around them, then optional `;` parameters of visible ASCII and spaces.
+const MEDIA_TYPE_PATTERN: &str = r"^ *[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+ *(;[ -~]*)?$";
+
 /// What the server enforces and the annotations cannot say, written into every operation:
 /// the path and prefix patterns and bounds; headers that are absent or a value (never `null`);
 /// `Idempotency-Key` as 1 to 255 visible ASCII characters; JSON request bodies as required
-/// (a missing body is 415); change-feed positions within what the server reads.
+/// (a missing body is 415); change-feed positions within what the server reads; a written
+/// file's `contentType` as a media type. (The schemas in `schemas/` leave that pattern out so
+/// that the generated wire types keep a plain `String`; `MediaType` checks it.)
 fn declare_enforced(doc: &mut Value) {
+    if let Some(content_type) = doc
+        .pointer_mut("/components/schemas/WorkspaceFileCreate/properties/contentType")
+        .and_then(Value::as_object_mut)
+    {
+        content_type.insert("pattern".into(), Value::from(MEDIA_TYPE_PATTERN));
+        content_type.insert("maxLength".into(), Value::from(MediaType::MAX_LEN));
+    }
     let Some(paths) = doc["paths"].as_object_mut() else {
         return;
     };

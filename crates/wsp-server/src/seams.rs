@@ -97,14 +97,11 @@ async fn put(store: &dyn WorkspaceStore, owner: &Owner, op: SampleOp) -> Result<
     let content = op
         .content
         .ok_or_else(|| WireError::validation("content is required"))?;
-    let write = FileWrite {
-        content,
-        content_type: match op.content_type {
-            None => MediaType::markdown(),
-            Some(t) => MediaType::parse(&t).map_err(|_| crate::files::bad_media_type())?,
-        },
-        author: Some("test-seam".into()),
+    let content_type = match op.content_type {
+        None => MediaType::markdown(),
+        Some(t) => MediaType::parse(&t).map_err(|_| crate::files::bad_media_type())?,
     };
+    let write = FileWrite::text(content, content_type).by("test-seam");
     let file = store.put(owner, &path, write, pre).await;
     Ok(Reply::encoded(encode::file(file.or_wire(path.as_str())?)))
 }

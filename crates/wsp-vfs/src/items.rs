@@ -393,6 +393,11 @@ fn preview(value: &str) -> String {
     }
 }
 
+/// What a list shows for an item written as bytes over HTTP.
+fn binary_preview(meta: &wsp_store::FileMeta) -> String {
+    format!("binary {}, {} bytes", meta.content_type, meta.size)
+}
+
 fn content_type_of(value: &str) -> &'static str {
     match serde_json::from_str::<Value>(value) {
         Ok(v) if v.is_object() || v.is_array() => "application/json",
@@ -571,14 +576,18 @@ impl ItemsProfile {
         let truncated = metas.len() > MAX_LIST_ITEMS;
         let mut items = Vec::new();
         for meta in metas.into_iter().take(MAX_LIST_ITEMS) {
-            let value = match self.store.get(&home, &meta.path, None).await {
-                Ok(file) => file.content,
-                Err(StoreError::NotFound) => continue,
-                Err(e) => return Err(store_error(e, meta.path.as_str())),
+            let preview = if meta.encoding.is_binary() {
+                binary_preview(&meta)
+            } else {
+                match self.store.get(&home, &meta.path, None).await {
+                    Ok(file) => preview(&file.content),
+                    Err(StoreError::NotFound) => continue,
+                    Err(e) => return Err(store_error(e, meta.path.as_str())),
+                }
             };
             items.push(ItemSummary {
                 key: meta.path.into_string(),
-                preview: preview(&value),
+                preview,
                 created_by: meta.author,
                 updated_at: meta.updated_at.to_rfc3339(),
             });
@@ -594,6 +603,15 @@ impl ItemsProfile {
             .get(&self.agent.home(), &path, None)
             .await
             .map_err(|e| store_error(e, key))?;
+        if file.meta.encoding.is_binary() {
+            return Err(VfsError::new(
+                VfsErrorCode::InvalidArgument,
+                format!(
+                    "item {key:?} holds bytes ({}), not text: items are text values",
+                    binary_preview(&file.meta)
+                ),
+            ));
+        }
         Ok(Item {
             key: path.into_string(),
             value: file.content,
@@ -605,11 +623,8 @@ impl ItemsProfile {
     /// `workspace_write`: create or replace an item.
     pub async fn write(&self, key: &str, value: String) -> Result<ItemChanged, VfsError> {
         let path = item_key(key)?;
-        let write = FileWrite {
-            content_type: MediaType::from_static(content_type_of(&value)),
-            content: value,
-            author: Some(self.agent.agent_id.to_string()),
-        };
+        let content_type = MediaType::from_static(content_type_of(&value));
+        let write = FileWrite::text(value, content_type).by(self.agent.agent_id.to_string());
         let stored = self
             .store
             .put(&self.agent.home(), &path, write, Precondition::None)

@@ -70,4 +70,4 @@ pub use tools::{
     GlobMatches, GrepArgs, GrepMatch, GrepMatches, ListEntry, Listing, LsArgs, ReadFileArgs,
     ToolAnnotations, ToolDefinition, ToolName, ToolOutput, ToolResult, WriteFileArgs, catalogue,
 };
-pub use vfs::{MountKind, Vfs, VfsBuilder, VfsLimits, WorkspaceInfo};
+pub use vfs::{MountKind, Vfs, VfsBuilder, VfsLimits, WholeFile, WorkspaceInfo};

@@ -258,3 +258,90 @@ fn a_progress_bar_only_at_a_terminal() {
     assert!(!err(&piped).contains('\u{1b}'), "{}", err(&piped));
     assert_eq!(summary(&piped), "0 downloaded, 4 unchanged, 1 conflict");
 }
+
+#[test]
+fn binary_files_travel_as_bytes_through_put_get_push_and_pull() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(&dir.path().join("data"), &[]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::builder(&server.url)
+        .key(server.key())
+        .build()
+        .unwrap();
+    // Every byte value, a NUL and an invalid UTF-8 sequence among them.
+    let image: Vec<u8> = (0..=255u8).chain([0xC3, 0x28, 0x00, 0xFF]).collect();
+
+    // `files put --file` with bytes that are not UTF-8 sends them as base64.
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("img")).unwrap();
+    std::fs::write(src.join("img/logo.png"), &image).unwrap();
+    std::fs::write(src.join("notes.md"), "# Notes\n").unwrap();
+    let put = server.files(&[
+        "put",
+        "one/logo.png",
+        "--file",
+        src.join("img/logo.png").to_str().unwrap(),
+        "--content-type",
+        "image/png",
+    ]);
+    assert!(put.status.success(), "{}", err(&put));
+    let stored = runtime
+        .block_on(client.get(&path("one/logo.png"), None))
+        .unwrap();
+    assert_eq!(stored.content_type, "image/png");
+    assert!(stored.encoding().is_binary());
+    assert_eq!(&*stored.bytes().unwrap(), &image[..]);
+
+    // `files get` writes the bytes, not their base64 spelling.
+    let got = server.files(&["get", "one/logo.png"]);
+    assert!(got.status.success(), "{}", err(&got));
+    assert_eq!(got.stdout, image);
+
+    // `--binary` sends valid UTF-8 as bytes too.
+    let text_as_bytes = server.files(&[
+        "put",
+        "one/data.bin",
+        "--file",
+        src.join("notes.md").to_str().unwrap(),
+        "--binary",
+    ]);
+    assert!(text_as_bytes.status.success(), "{}", err(&text_as_bytes));
+    let bin = runtime
+        .block_on(client.get(&path("one/data.bin"), None))
+        .unwrap();
+    assert!(bin.encoding().is_binary());
+    assert_eq!(bin.content_type, "application/octet-stream");
+    assert_eq!(&*bin.bytes().unwrap(), b"# Notes\n");
+
+    // push uploads the image as bytes and the note as text; pull writes both back as they were.
+    let pushed = server.files(&["push", src.to_str().unwrap(), "--prefix", "tree/"]);
+    assert!(pushed.status.success(), "{}", err(&pushed));
+    assert_eq!(summary(&pushed), "2 uploaded, 0 unchanged, 0 conflict");
+    let remote = runtime
+        .block_on(client.get(&path("tree/img/logo.png"), None))
+        .unwrap();
+    assert_eq!(&*remote.bytes().unwrap(), &image[..]);
+    let note = runtime
+        .block_on(client.get(&path("tree/notes.md"), None))
+        .unwrap();
+    assert!(!note.encoding().is_binary());
+    let idle = server.files(&["push", src.to_str().unwrap(), "--prefix", "tree/"]);
+    assert_eq!(summary(&idle), "0 uploaded, 2 unchanged, 0 conflict");
+
+    let copy = dir.path().join("copy");
+    let pulled = server.files(&["pull", copy.to_str().unwrap(), "--prefix", "tree/"]);
+    assert!(pulled.status.success(), "{}", err(&pulled));
+    assert_eq!(summary(&pulled), "2 downloaded, 0 unchanged, 0 conflict");
+    assert_eq!(std::fs::read(copy.join("img/logo.png")).unwrap(), image);
+    assert_eq!(std::fs::read(copy.join("notes.md")).unwrap(), b"# Notes\n");
+    let again = server.files(&["pull", copy.to_str().unwrap(), "--prefix", "tree/"]);
+    assert_eq!(summary(&again), "0 downloaded, 2 unchanged, 0 conflict");
+
+    // A folder never synced that holds the same bytes adopts the remote file as unchanged.
+    let fresh = dir.path().join("fresh");
+    std::fs::create_dir_all(fresh.join("img")).unwrap();
+    std::fs::write(fresh.join("img/logo.png"), &image).unwrap();
+    let adopted = server.files(&["push", fresh.to_str().unwrap(), "--prefix", "tree/"]);
+    assert!(adopted.status.success(), "{}", err(&adopted));
+    assert_eq!(summary(&adopted), "0 uploaded, 1 unchanged, 0 conflict");
+}

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chrono::NaiveDate;
 use wsp_context::{WriteError, WriteOptions, append_memory_line, memory_log_path};
-use wsp_store::{Limits, MemoryStore, StoreError, WorkspaceStore};
+use wsp_store::{FileWrite, Limits, MemoryStore, Precondition, StoreError, WorkspaceStore};
 
 use crate::support::{YieldingStore, owner, put_all};
 
@@ -108,5 +108,37 @@ async fn refusals() {
     assert!(
         matches!(err, WriteError::Store(StoreError::TooLarge { .. })),
         "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_binary_log_is_left_alone() {
+    let store = MemoryStore::default();
+    let log = memory_log_path(day());
+    let bytes = [0u8, 0xFF, b'\n'];
+    store
+        .put(
+            &owner(),
+            &log,
+            FileWrite::bytes(
+                &bytes,
+                wsp_types::MediaType::parse("application/octet-stream").unwrap(),
+            ),
+            Precondition::None,
+        )
+        .await
+        .unwrap();
+    let err = append_memory_line(&store, &owner(), day(), "a line", &WriteOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, WriteError::Corrupt { reason, .. } if reason.contains("not text")),
+        "{err:?}"
+    );
+    let kept = store.get(&owner(), &log, None).await.unwrap();
+    assert_eq!(kept.meta.version, 1);
+    assert_eq!(
+        &*kept.meta.encoding.decode(&kept.content).unwrap(),
+        &bytes[..]
     );
 }

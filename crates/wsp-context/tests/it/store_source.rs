@@ -1,10 +1,11 @@
 //! Reading a store: live, through a snapshot, and a released snapshot.
 
 use wsp_context::{
-    ContextConfig, ContextSource, Entry, ReadOutcome, SourceError, StoreSource, assemble,
+    ContextConfig, ContextSource, Entry, EntryOutcome, ReadOutcome, Refusal, SourceError,
+    StoreSource, assemble,
 };
-use wsp_store::{Precondition, WorkspaceStore};
-use wsp_types::WorkspacePrefix;
+use wsp_store::{FileWrite, Precondition, WorkspaceStore};
+use wsp_types::{MediaType, WorkspacePrefix};
 
 use crate::support::{owner, path, put_all, store_with};
 
@@ -77,5 +78,50 @@ async fn another_owner_sees_nothing() {
     assert_eq!(
         source.list(&WorkspacePrefix::all()).await.unwrap(),
         Vec::<Entry>::new()
+    );
+}
+
+#[tokio::test]
+async fn a_binary_file_is_skipped_with_its_type_never_rendered() {
+    let store = store_with(&[("AGENTS.md", "# Agent\n")]).await;
+    let png = MediaType::parse("image/png").unwrap();
+    for p in ["MEMORY.md", "knowledge/diagram.png"] {
+        store
+            .put(
+                &owner(),
+                &path(p),
+                FileWrite::bytes(&[0x89, b'P', b'N', b'G', 0, 0xFF], png.clone()),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+    }
+    let source = StoreSource::live(store, owner());
+    assert_eq!(
+        source.read(&path("MEMORY.md")).await.unwrap(),
+        ReadOutcome::Refused(Refusal::Binary {
+            content_type: "image/png".into()
+        })
+    );
+    let ctx = assemble(&source, &ContextConfig::default()).await.unwrap();
+    assert!(
+        ctx.text
+            .contains("[SKIPPED: MEMORY.md: a binary file (image/png), not text]"),
+        "{}",
+        ctx.text
+    );
+    assert!(!ctx.text.contains("iVBO"), "no base64 in the block");
+    let memory = ctx
+        .report
+        .entries
+        .iter()
+        .find(|e| e.path == "MEMORY.md")
+        .unwrap();
+    assert_eq!(memory.outcome, EntryOutcome::Skipped);
+    // A knowledge file is listed by name, never read.
+    assert!(
+        ctx.text.contains("- knowledge/diagram.png\n"),
+        "{}",
+        ctx.text
     );
 }

@@ -1155,6 +1155,57 @@ fn the_documented_path_patterns_are_the_parsers() {
     assert!(samples.len() > 3900);
 }
 
+/// The pattern and bound the OpenAPI document declares for a PUT body's `contentType` accept
+/// exactly what the server accepts: every string of up to four characters over a small alphabet
+/// (and some longer ones) is matched if and only if `MediaType::parse` takes it.
+#[test]
+fn the_documented_content_type_pattern_is_the_parser() {
+    let doc = wsp_server::openapi::document();
+    let schema = doc
+        .pointer("/components/schemas/WorkspaceFileCreate/properties/contentType")
+        .expect("contentType schema");
+    let pattern = regex::Regex::new(
+        schema["pattern"]
+            .as_str()
+            .expect("contentType declares a pattern"),
+    )
+    .unwrap();
+    let max = schema["maxLength"].as_u64().expect("contentType maxLength");
+    assert_eq!(max, wsp_types::MediaType::MAX_LEN as u64);
+    let mut samples = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..4 {
+        frontier = frontier
+            .iter()
+            .flat_map(|s| ['a', '/', ';', ' ', '+', '=', '\t'].map(|c| format!("{s}{c}")))
+            .collect();
+        samples.extend(frontier.iter().cloned());
+    }
+    samples.extend(
+        [
+            "text/markdown",
+            "text/plain; charset=utf-8",
+            " text/plain ;x",
+            "text/mark down",
+            "text/é",
+            "application/vnd.api+json",
+            "image/png\n",
+            "text/plain;",
+            ";text/plain",
+        ]
+        .map(String::from),
+    );
+    for s in &samples {
+        let documented = pattern.is_match(s) && s.chars().count() as u64 <= max;
+        assert_eq!(
+            documented,
+            wsp_types::MediaType::parse(s).is_ok(),
+            "contentType {s:?}"
+        );
+    }
+    assert!(samples.len() > 2500);
+}
+
 /// CORS is off by default (no `Access-Control-*` header, preflight is not answered as one);
 /// with allowed origins, a preflight from one of them is answered with the methods and headers
 /// the API uses, a real request carries `Access-Control-Allow-Origin` and exposes `ETag`, and
@@ -1274,4 +1325,161 @@ async fn each_version_names_who_wrote_it() {
     assert_eq!(history["versions"][0]["updatedBy"], "alice", "{history}");
     let typed = s.a().get(&p("who.md"), None).await.unwrap();
     assert_eq!(typed.updated_by.as_deref(), Some("alice"));
+}
+
+/// Bytes that are not text travel as `contentEncoding: base64`: stored exactly, with their
+/// media type, answered back in base64 by GET, list and history, counted in decoded bytes by
+/// `maxFileBytes`; text answers carry no `contentEncoding`; malformed base64 and unknown
+/// encodings are refused and store nothing; a secret inside bytes is refused, not redacted.
+#[tokio::test]
+async fn binary_files_travel_as_base64() {
+    let s = start_with(Options {
+        secrets: vec![("tenant-a", "openai", "sk-live-1234567890")],
+        ..Options::default()
+    })
+    .await;
+    let c = reqwest::Client::new();
+    let discovery: Value = c
+        .get(s.url("/.well-known/openwop"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(discovery["wsp"]["binaryContent"], true);
+    let max = discovery["workspace"]["maxFileBytes"].as_u64().unwrap() as usize;
+
+    // Exactly maxFileBytes of bytes (NUL and invalid UTF-8 included): the base64 text is a
+    // third longer than the limit, and still accepted.
+    let png: Vec<u8> = (0..max).map(|i| (i * 131 % 256) as u8).collect();
+    let written = s
+        .a()
+        .put_bytes(
+            &p("img/logo.png"),
+            &png,
+            PutOptions {
+                content_type: Some("image/png".into()),
+                ..PutOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(written.bytes().unwrap(), png);
+    assert_eq!(written.content_type, "image/png");
+    let raw: Value = c
+        .get(s.url("/v1/host/workspace/files/img/logo.png"))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(raw["contentEncoding"], "base64");
+    assert_eq!(raw["contentType"], "image/png");
+    assert_eq!(raw["content"], wsp_types::base64_encode(&png));
+    let listed = s.a().list(Some("img/")).await.unwrap();
+    assert_eq!(
+        listed.files[0].content_encoding,
+        Some(wsp_types::wire::ContentEncoding::Base64)
+    );
+    assert_eq!(listed.files[0].size, Some(max as u64));
+    let history = s.a().history(&p("img/logo.png")).await.unwrap();
+    assert_eq!(
+        history.versions[0].content_encoding,
+        Some(wsp_types::wire::ContentEncoding::Base64)
+    );
+
+    // Without a media type, bytes are application/octet-stream.
+    let plain = put_req(
+        &s,
+        &s.key_a,
+        "blob",
+        json!({"content": "AP8=", "contentEncoding": "base64"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(plain.status(), 200);
+    let plain: Value = plain.json().await.unwrap();
+    assert_eq!(plain["contentType"], "application/octet-stream");
+
+    // A text file's answers are exactly OpenWOP's: no contentEncoding key; `utf-8` may be sent.
+    let text = put_req(
+        &s,
+        &s.key_a,
+        "a.md",
+        json!({"content": "AP8=", "contentEncoding": "utf-8"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let text: Value = text.json().await.unwrap();
+    assert_eq!(text["content"], "AP8=");
+    assert!(text.get("contentEncoding").is_none(), "{text}");
+
+    // One byte over the limit in decoded bytes.
+    let over = wsp_types::base64_encode(&vec![7u8; max + 1]);
+    let resp = put_req(
+        &s,
+        &s.key_a,
+        "img/big.png",
+        json!({"content": over, "contentEncoding": "base64"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let body = envelope(resp, 413, "workspace_too_large").await;
+    assert_eq!(body["details"]["limit"], "maxFileBytes");
+
+    for bad in ["AP8", "AP9=", "AP8=\n", "AP 8=", "AP-_", "!!!!"] {
+        let resp = put_req(
+            &s,
+            &s.key_a,
+            "img/bad.png",
+            json!({"content": bad, "contentEncoding": "base64"}),
+        )
+        .send()
+        .await
+        .unwrap();
+        let body = envelope(resp, 400, "validation_error").await;
+        assert_eq!(body["details"]["field"], "content", "{bad:?}");
+    }
+    for bad in [json!("gzip"), json!("BASE64"), json!(null), json!(1)] {
+        let resp = put_req(
+            &s,
+            &s.key_a,
+            "img/bad.png",
+            json!({"content": "AP8=", "contentEncoding": bad}),
+        )
+        .send()
+        .await
+        .unwrap();
+        envelope(resp, 400, "validation_error").await;
+    }
+    // Bytes cannot be redacted: a secret in them is refused.
+    let mut secret = vec![0xff, 0x00];
+    secret.extend_from_slice(b"sk-live-1234567890");
+    let resp = put_req(
+        &s,
+        &s.key_a,
+        "img/secret.png",
+        json!({"content": wsp_types::base64_encode(&secret), "contentEncoding": "base64"}),
+    )
+    .send()
+    .await
+    .unwrap();
+    let body = envelope(resp, 400, "validation_error").await;
+    assert_eq!(body["details"]["field"], "content");
+    let names: Vec<String> = s
+        .a()
+        .list(Some("img/"))
+        .await
+        .unwrap()
+        .files
+        .into_iter()
+        .map(|f| f.path.into_string())
+        .collect();
+    assert_eq!(names, ["img/logo.png"], "refused writes stored nothing");
 }

@@ -194,8 +194,18 @@ impl VirtualStore {
                 if f.meta.size > max_bytes {
                     return Err(Fail::TooLarge { max: max_bytes });
                 }
+                let bytes = if f.meta.encoding.is_binary() {
+                    // A file written as bytes over HTTP: the agent sees those bytes.
+                    f.meta
+                        .encoding
+                        .decode(&f.content)
+                        .map_err(|_| Fail::Unavailable)?
+                        .into_owned()
+                } else {
+                    f.content.into_bytes()
+                };
                 Ok(FileBytes {
-                    bytes: f.content.into_bytes(),
+                    bytes,
                     etag: f.meta.etag,
                 })
             }
@@ -233,11 +243,8 @@ impl VirtualStore {
         pre: Precondition,
         on_conflict: Fail,
     ) -> Result<ETag, Fail> {
-        let write = FileWrite {
-            content,
-            content_type: MediaType::from_static(content_type),
-            author: self.author.clone(),
-        };
+        let mut write = FileWrite::text(content, MediaType::from_static(content_type));
+        write.author = self.author.clone();
         match self.store.put(&self.owner, path, write, pre).await {
             Ok(stored) => Ok(stored.meta.etag),
             Err(StoreError::Conflict { .. }) => Err(on_conflict),

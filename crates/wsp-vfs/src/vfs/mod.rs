@@ -30,6 +30,8 @@ mod read_file;
 mod search;
 mod write_file;
 
+pub use read_file::WholeFile;
+
 /// Size and count limits of the tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VfsLimits {

@@ -7,7 +7,41 @@ use crate::scope::Operation;
 use crate::store::{Fail, FileBytes};
 use crate::tools::{FileRead, ReadFileArgs, ToolName};
 
+/// One whole file as [`Vfs::read_whole`] returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WholeFile {
+    /// The file.
+    pub path: VirtualPath,
+    /// Its etag.
+    pub etag: String,
+    /// Its bytes (UTF-8 text, or not: the caller decides what to do with bytes).
+    pub bytes: Vec<u8>,
+}
+
 impl Vfs {
+    /// One file's whole content, for a host that injects it (the run-start context) rather than a
+    /// model that pages it: the same scope check as `read_file` (so never on a write-only
+    /// Workspace) and the same byte limit (`TooLarge` past it).
+    pub async fn read_whole(&self, path: &str) -> Result<WholeFile, VfsError> {
+        let (path, ws, rel) = self.authorize_file(path, Operation::Read, ToolName::ReadFile)?;
+        let file = ws
+            .store
+            .read(&rel, self.limits.max_read_bytes)
+            .await
+            .map_err(|f| match f {
+                Fail::TooLarge { max } => VfsError::new(
+                    VfsErrorCode::TooLarge,
+                    format!("{path} is over the read limit of {max} bytes"),
+                ),
+                f => word(f, &path),
+            })?;
+        Ok(WholeFile {
+            path,
+            etag: file.etag.into_string(),
+            bytes: file.bytes,
+        })
+    }
+
     /// `read_file`: numbered lines of a text file and its etag.
     pub async fn read_file(&self, args: ReadFileArgs) -> Result<FileRead, VfsError> {
         let (path, ws, rel) =

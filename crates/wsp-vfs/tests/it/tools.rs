@@ -713,3 +713,43 @@ async fn listings_and_walks_stop_at_their_limits_and_say_so() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_file_written_as_bytes_is_read_as_those_bytes() {
+    let (vfs, store) = vfs_with(&[(
+        "/m",
+        AccessScope::ReadWrite,
+        MountConfig::virtual_namespace("m"),
+    )]);
+    use wsp_store::WorkspaceStore as _;
+    // Written over HTTP with contentEncoding base64: zero bytes spell "AAAA" in base64.
+    let bytes = [0u8; 30];
+    store
+        .put(
+            &wsp_types::Owner::parse("vfs", "m").unwrap(),
+            &wsp_types::WorkspacePath::parse("img/blank.png").unwrap(),
+            wsp_store::FileWrite::bytes(&bytes, wsp_types::MediaType::parse("image/png").unwrap()),
+            wsp_store::Precondition::None,
+        )
+        .await
+        .unwrap();
+    let out = vfs
+        .call("read_file", json!({"path": "/m/img/blank.png"}))
+        .await
+        .unwrap();
+    assert!(
+        out.text
+            .starts_with("(/m/img/blank.png is a binary file of 30 bytes; not shown."),
+        "{}",
+        out.text
+    );
+    assert_eq!(out.structured["binary"], true);
+    assert_eq!(out.structured["size"], 30);
+    // grep searches the bytes, not their base64 spelling, and says it skipped a binary file.
+    let out = vfs
+        .call("grep", json!({"pattern": "AAAA", "path": "/m"}))
+        .await
+        .unwrap();
+    assert!(out.text.contains("1 binary"), "{}", out.text);
+    assert!(!out.text.contains("blank.png:"), "{}", out.text);
+}

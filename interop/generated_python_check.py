@@ -18,6 +18,7 @@ Each check prints one line, `PASS <name>` or `FAIL <name>: <reason>`, and the ru
 plain closing line `N passed, N failed`. The exit status is 1 when any check failed.
 """
 
+import base64
 import json
 import sys
 import uuid
@@ -64,6 +65,7 @@ def main() -> int:
     )
     from wsp_api.models import (
         AgentInventory,
+        ContentEncoding,
         AgentInventoryEntry,
         Discovery,
         ErrorEnvelope,
@@ -216,6 +218,50 @@ def main() -> int:
             WorkspaceFile,
         )
         expect(old.content == "# Plan", f"version 1 content {old.content!r}")
+
+    def put_bytes():
+        raw = bytes(range(256)) + b"\xc3\x28\x00"
+        encoded = base64.b64encode(raw).decode("ascii")
+        path = f"{root}-bin/logo.png"
+        f = answered(
+            call(
+                "putWorkspaceFile",
+                put_workspace_file,
+                path,
+                client=client,
+                body=WorkspaceFileCreate(
+                    content=encoded,
+                    content_type="image/png",
+                    content_encoding=ContentEncoding.BASE64,
+                ),
+            ),
+            200,
+            WorkspaceFile,
+        )
+        expect(f.content_encoding == ContentEncoding.BASE64, f"encoding {f.content_encoding}")
+        got = answered(
+            call("getWorkspaceFile", get_workspace_file, path, client=client), 200, WorkspaceFile
+        )
+        expect(base64.b64decode(got.content) == raw, "the bytes read back differ")
+        expect(got.content_type == "image/png", f"contentType {got.content_type}")
+        listed = answered(
+            call("listWorkspaceFiles", list_workspace_files, client=client, prefix=path),
+            200,
+            WorkspaceFileList,
+        )
+        expect(
+            [(m.size, m.content_encoding) for m in listed.files]
+            == [(len(raw), ContentEncoding.BASE64)],
+            f"listed {listed.files}",
+        )
+        bad = call(
+            "putWorkspaceFile",
+            put_workspace_file,
+            path,
+            client=client,
+            body=WorkspaceFileCreate(content="AB==", content_encoding=ContentEncoding.BASE64),
+        )
+        answered(bad, 400, ErrorEnvelope)
 
     def list_and_history():
         files = answered(
@@ -392,6 +438,7 @@ def main() -> int:
     check("putWorkspaceFile If-Match stale -> 409", put_stale)
     check("getWorkspaceFile, and ?version", get_and_version)
     check("listWorkspaceFiles, getWorkspaceFileHistory", list_and_history)
+    check("putWorkspaceFile bytes (contentEncoding base64), read back, listed size", put_bytes)
     check("createRun, getRun, run files, cancelRun, listRuns", runs)
     check("listAgents, getAgent (and unknown -> 404)", agents)
     check("publishWorkspaceFile", publish)

@@ -169,6 +169,38 @@ async function getAndVersion() {
   expect(old.data?.content === "# Plan", `version 1 content ${old.data?.content}`);
 }
 
+async function putBytes() {
+  const raw = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from([0xc3, 0x28, 0])]);
+  const path = { path: { path: `${root}-bin/logo.png` } };
+  const body: Schemas["WorkspaceFileCreate"] = {
+    content: raw.toString("base64"),
+    contentType: "image/png",
+    contentEncoding: "base64",
+  };
+  const put = await via("putWorkspaceFile", client.PUT("/v1/host/workspace/files/{path}", { params: path, body }));
+  status(put.response, 200);
+  expect(put.data?.contentEncoding === "base64", `encoding ${put.data?.contentEncoding}`);
+  const got = await via("getWorkspaceFile", client.GET("/v1/host/workspace/files/{path}", { params: path }));
+  status(got.response, 200);
+  expect(Buffer.from(got.data?.content ?? "", "base64").equals(raw), "the bytes read back differ");
+  expect(got.data?.contentType === "image/png", `contentType ${got.data?.contentType}`);
+  const list = await via(
+    "listWorkspaceFiles",
+    client.GET("/v1/host/workspace/files", { params: { query: { prefix: `${root}-bin/logo.png` } } }),
+  );
+  status(list.response, 200);
+  const entries = (list.data?.files ?? []).map((m) => [m.size, m.contentEncoding]);
+  expect(JSON.stringify(entries) === JSON.stringify([[raw.length, "base64"]]), `listed ${JSON.stringify(entries)}`);
+  const bad = await via(
+    "putWorkspaceFile",
+    client.PUT("/v1/host/workspace/files/{path}", {
+      params: path,
+      body: { content: "AB==", contentEncoding: "base64" },
+    }),
+  );
+  status(bad.response, 400);
+}
+
 async function listAndHistory() {
   const list = await via(
     "listWorkspaceFiles",
@@ -339,6 +371,7 @@ await check("putWorkspaceFile If-Match fresh, Idempotency-Key", putIfMatch);
 await check("putWorkspaceFile If-Match stale -> 409", putStale);
 await check("getWorkspaceFile, and ?version", getAndVersion);
 await check("listWorkspaceFiles, getWorkspaceFileHistory", listAndHistory);
+await check("putWorkspaceFile bytes (contentEncoding base64), read back, listed size", putBytes);
 await check("createRun, getRun, run files, cancelRun, listRuns", runs);
 await check("listAgents, getAgent (and unknown -> 404)", agents);
 await check("publishWorkspaceFile", publish);

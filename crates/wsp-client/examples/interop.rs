@@ -151,6 +151,28 @@ async fn main() -> ExitCode {
         .await,
     ));
     results.push((
+        "put_bytes and get bytes",
+        async {
+            let logo = p(&format!("{root}-bin/logo.png"));
+            let raw: Vec<u8> = (0..=255u8).chain([0xC3, 0x28, 0]).collect();
+            let options = PutOptions {
+                content_type: Some("image/png".into()),
+                ..PutOptions::default()
+            };
+            client
+                .put_bytes(&logo, &raw, options)
+                .await
+                .map_err(|e| e.to_string())?;
+            let got = client.get(&logo, None).await.map_err(|e| e.to_string())?;
+            let bytes = got.bytes().map_err(|e| e.to_string())?;
+            expect(
+                *bytes == *raw && got.content_type == "image/png",
+                format!("read back {} bytes of {}", bytes.len(), got.content_type),
+            )
+        }
+        .await,
+    ));
+    results.push((
         "delete",
         async {
             client

@@ -6,8 +6,8 @@
 
 use crate::scenario::{Gate, Scenario};
 use crate::scenarios::{
-    agents, atomicity, auth, capability, delete, discovery, errors, etag, idempotency, isolation,
-    limits, list, paths, read, redaction, runs, versions, write,
+    agents, atomicity, auth, binary, capability, delete, discovery, errors, etag, idempotency,
+    isolation, limits, list, paths, read, redaction, runs, versions, write,
 };
 
 macro_rules! scenario {
@@ -41,6 +41,12 @@ const EVENTS: Gate = Gate::Advertised(&["workspace.supported", "wsp.events"]);
 const DELETE_EVENTS: Gate =
     Gate::Advertised(&["workspace.supported", "wsp.events", "wsp.deleteEvents"]);
 const UPDATED_BY: Gate = Gate::Advertised(&["workspace.supported", "wsp.history", "wsp.updatedBy"]);
+const BINARY: Gate = Gate::Advertised(&["workspace.supported", "wsp.binaryContent"]);
+const BINARY_LIMIT: Gate = Gate::Advertised(&[
+    "workspace.supported",
+    "workspace.maxFileBytes",
+    "wsp.binaryContent",
+]);
 const AGENTS: Gate = Gate::Advertised(&["agents.manifestRuntime.supported"]);
 const PUBLISH: Gate =
     Gate::Advertised(&["workspace.supported", "agents.manifestRuntime.supported"]);
@@ -105,6 +111,10 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-VER-003", "WIRE §4", VERSIONED, "?version= of a version never written answers 404", versions::future_version_404),
     scenario!("WS-VER-004", "RFC 0059 §A (Phase-0 ruling 2)", MAX_VERSIONS, "At least maxVersions versions are retained", versions::retains_max_versions),
     scenario!("WS-VER-005", "WIRE §3 (wsp extension)", UPDATED_BY, "The file, its list entry and its history entries name who wrote each version (updatedBy)", versions::versions_name_their_writer),
+
+    scenario!("WS-BIN-001", "WIRE §3 (wsp extension)", BINARY, "Bytes written with contentEncoding base64 (NUL, invalid UTF-8) read back as the same base64 with their contentType", binary::bytes_round_trip),
+    scenario!("WS-BIN-002", "WIRE §3 (wsp extension)", BINARY, "Malformed base64 or an unknown contentEncoding answers 400 validation_error and stores nothing", binary::malformed_base64_refused),
+    scenario!("WS-BIN-003", "WIRE §3 (wsp extension)", BINARY_LIMIT, "maxFileBytes counts the decoded bytes of a base64 body", binary::limit_counts_decoded_bytes),
 
     scenario!("WS-DEL-001", "RFC 0059 §C", WS, "DELETE answers 204 with no body; GET then answers 404", delete::delete_then_404),
     scenario!("WS-DEL-002", "WIRE §4", WS, "DELETE of an absent or deleted path answers 404 not_found", delete::delete_absent_404),

@@ -17,7 +17,7 @@ pub(crate) const FILE_KEYS: [&str; 6] = [
 ];
 
 /// Keys a WorkspaceFile may carry besides [`FILE_KEYS`]: documented wsp extensions.
-const EXTENSION_FILE_KEYS: [&str; 1] = ["updatedBy"];
+const EXTENSION_FILE_KEYS: [&str; 3] = ["updatedBy", "contentEncoding", "size"];
 
 /// A WorkspaceFile (or a list entry) read off the wire after its shape was checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +29,10 @@ pub(crate) struct FileView {
     pub version: u64,
     pub etag: String,
     pub updated_at: String,
+    /// `contentEncoding` when present (`utf-8` or `base64`): a wsp extension.
+    pub encoding: Option<String>,
+    /// `size` when present (bytes, decoded for base64): a wsp extension.
+    pub size: Option<u64>,
 }
 
 impl Reply {
@@ -193,6 +197,22 @@ pub(crate) fn file_view(map: &Map<String, Value>, with_content: bool) -> Result<
     if let Some(by) = map.get("updatedBy").filter(|v| !v.is_string()) {
         return Err(format!("`updatedBy` is {}, not a string", kind(by)));
     }
+    let encoding = match map.get("contentEncoding") {
+        None => None,
+        Some(Value::String(e)) if e == "utf-8" || e == "base64" => Some(e.clone()),
+        Some(other) => {
+            return Err(format!(
+                "`contentEncoding` is {other}, not \"utf-8\" or \"base64\""
+            ));
+        }
+    };
+    let size = match map.get("size") {
+        None => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if v.is_u64() => Some(n),
+            _ => return Err(format!("`size` is {v}, not an integer >= 0")),
+        },
+    };
     let updated_at = string("updatedAt")?;
     if chrono::DateTime::parse_from_rfc3339(&updated_at).is_err() {
         return Err(format!(
@@ -206,6 +226,8 @@ pub(crate) fn file_view(map: &Map<String, Value>, with_content: bool) -> Result<
         version,
         etag,
         updated_at,
+        encoding,
+        size,
     })
 }
 

@@ -3,6 +3,7 @@
 pub(crate) mod agents;
 pub(crate) mod atomicity;
 pub(crate) mod auth;
+pub(crate) mod binary;
 pub(crate) mod capability;
 pub(crate) mod delete;
 pub(crate) mod discovery;

@@ -177,6 +177,7 @@ async fn list_with_content_is_caught() {
             "WS-LIST-003",
             "WS-LIST-004",
             "WS-LIST-005",
+            "WS-BIN-001",
         ],
     )
     .await;
@@ -256,6 +257,15 @@ async fn an_ignored_if_none_match_is_caught() {
         ..Faults::default()
     };
     check(faults, &["WS-DISC-009"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base64_kept_as_text_is_caught() {
+    let faults = Faults {
+        binary_as_text: true,
+        ..Faults::default()
+    };
+    check(faults, &["WS-BIN-001", "WS-BIN-002", "WS-BIN-003"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 use serde_json::{Map, Value, json};
+use wsp_types::wire::ContentEncoding;
 
 pub const KEY_A: &str = "fake-key-a";
 pub const KEY_B: &str = "fake-key-b";
@@ -53,6 +54,8 @@ pub struct Faults {
     pub claims_sse: bool,
     /// `supportedTransports` leaves out `rest`, which OpenWOP requires.
     pub transports_without_rest: bool,
+    /// `contentEncoding` is accepted and ignored: a base64 body is stored as the text it spells.
+    pub binary_as_text: bool,
 }
 
 type Owner = &'static str;
@@ -61,6 +64,10 @@ type Remembered = (Vec<u8>, Response<Vec<u8>>);
 struct Version {
     n: u64,
     content: String,
+    /// `content` is the base64 of bytes (`contentEncoding: base64`).
+    base64: bool,
+    /// The body's size in bytes (decoded for base64).
+    size: usize,
     content_type: String,
     etag: String,
     updated_at: String,
@@ -271,6 +278,7 @@ fn discovery(host: &Host, headers: &HeaderMap) -> Response<Vec<u8>> {
             (false, false) => json!(["rest"]),
         },
         "workspace": workspace,
+        "wsp": {"binaryContent": true},
     });
     let mut extra = if host.faults.no_cache_control {
         vec![]
@@ -349,6 +357,10 @@ fn file_json(path: &str, v: &Version, with_content: bool) -> Value {
         map.insert("content".into(), json!(v.content));
     }
     map.insert("contentType".into(), json!(v.content_type));
+    if v.base64 {
+        map.insert("contentEncoding".into(), json!("base64"));
+    }
+    map.insert("size".into(), json!(v.size));
     map.insert("version".into(), json!(v.n));
     map.insert("etag".into(), json!(v.etag));
     map.insert("updatedAt".into(), json!(v.updated_at));
@@ -489,7 +501,10 @@ async fn put(
     let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
         return error(400, "validation_error", "body must be a JSON object", None);
     };
-    if map.keys().any(|k| k != "content" && k != "contentType") {
+    if map
+        .keys()
+        .any(|k| k != "content" && k != "contentType" && k != "contentEncoding")
+    {
         return error(400, "validation_error", "unknown body field", None);
     }
     let Some(Value::String(content)) = map.get("content") else {
@@ -507,7 +522,26 @@ async fn put(
             );
         }
     };
-    let size = if host.faults.counts_characters {
+    let base64 = match map.get("contentEncoding") {
+        _ if host.faults.binary_as_text => false,
+        None => false,
+        Some(Value::String(e)) if e == "utf-8" => false,
+        Some(Value::String(e)) if e == "base64" => true,
+        Some(_) => {
+            return error(
+                400,
+                "validation_error",
+                "contentEncoding must be utf-8 or base64",
+                None,
+            );
+        }
+    };
+    let size = if base64 {
+        match ContentEncoding::Base64.body_len(content) {
+            Ok(n) => n as usize,
+            Err(e) => return error(400, "validation_error", &e.to_string(), None),
+        }
+    } else if host.faults.counts_characters {
         content.chars().count()
     } else {
         content.len()
@@ -539,12 +573,18 @@ async fn put(
             return clone_response(response);
         }
     }
-    let content = if owner == "A" {
+    let content = if owner == "A" && !base64 {
         content.replace(SECRET_VALUE, &format!("[REDACTED:{SECRET_ID}]"))
     } else {
         content.clone()
     };
-    let response = write(host, owner, path, headers, content, content_type).await;
+    let body = Written {
+        content,
+        base64,
+        size,
+        content_type,
+    };
+    let response = write(host, owner, path, headers, body).await;
     if let Some(key) = idempotency {
         host.store
             .lock()
@@ -555,14 +595,27 @@ async fn put(
     response
 }
 
+/// A body as the fake keeps it.
+struct Written {
+    content: String,
+    base64: bool,
+    size: usize,
+    content_type: String,
+}
+
 async fn write(
     host: &Host,
     owner: Owner,
     path: &str,
     headers: &HeaderMap,
-    content: String,
-    content_type: String,
+    body: Written,
 ) -> Response<Vec<u8>> {
+    let Written {
+        content,
+        base64,
+        size,
+        content_type,
+    } = body;
     let key = (owner, path.to_string());
     let (n, torn) = {
         let mut store = host.store.lock().unwrap();
@@ -610,6 +663,8 @@ async fn write(
         let version = Version {
             n,
             content: torn.clone().unwrap_or_else(|| content.clone()),
+            base64,
+            size,
             content_type,
             etag,
             updated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -639,6 +694,8 @@ fn version_pushed(entry: &mut Entry, version: Version) -> Version {
     let copy = Version {
         n: version.n,
         content: version.content.clone(),
+        base64: version.base64,
+        size: version.size,
         content_type: version.content_type.clone(),
         etag: version.etag.clone(),
         updated_at: version.updated_at.clone(),

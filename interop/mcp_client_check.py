@@ -6,8 +6,9 @@ For a read-only, a write-only and a mixed mount table, and on each transport, th
 the tools (the exact set is checked), calls every tool, and checks that a call the scopes refuse
 is a tool result with `isError` and the error code. Over HTTP the client sends the bearer token
 `wsp mcp --http` printed, and a client without it is refused (401). It also checks that virtual
-files survive a restart (they live in the data directory's SQLite file) and the `items`
-profile's tool sets.
+files survive a restart (they live in the data directory's SQLite file), the `items`
+profile's tool sets, and the prompt `run_start_context` (`--context-root`) on both transports:
+listed, rendered within its budget, its marked paths readable with `read_file`.
 
 Each check prints one line, `PASS <name>` or `FAIL <name>: <reason>`, and the run ends with the
 plain closing line `N passed, N failed`. The exit status is 1 when any check failed.
@@ -349,6 +350,51 @@ async def main() -> int:
                 expect("soup" in read, f"published item: {read!r}")
 
         await checks.run("stdio items profile: tool sets, publish one way", items_profile)
+
+        agent = root / "agent"
+        (agent / "knowledge").mkdir(parents=True)
+        (agent / "AGENTS.md").write_text("# Reviewer\nYou review pull requests.\n")
+        (agent / "MEMORY.md").write_text("".join(f"- fact {i}\n" for i in range(1, 600)))
+        (agent / "knowledge" / "style.md").write_text("Tabs.\n")
+        agent_table = root / "agent.toml"
+        agent_table.write_text(
+            f'[[workspace]]\npath = "/workspace"\nscope = "ro"\nmount = {{ physical = "{agent}" }}\n'
+        )
+
+        async def context_prompt(client):
+            prompts = (await client.list_prompts()).prompts
+            expect([p.name for p in prompts] == ["run_start_context"], f"prompts {[p.name for p in prompts]}")
+            expect([a.name for a in prompts[0].arguments] == ["budget"], f"arguments {prompts[0].arguments}")
+            got = await client.get_prompt("run_start_context", arguments={"budget": "500"})
+            expect(len(got.messages) == 1, f"{len(got.messages)} messages")
+            text = got.messages[0].content.text
+            expect(len(text) // 4 <= 500, f"{len(text)} characters for a budget of 500 tokens")
+            expect("You review pull requests." in text, "AGENTS.md not in the block")
+            expect("read /workspace/MEMORY.md]" in text, "no truncation marker naming /workspace/MEMORY.md")
+            expect("- /workspace/knowledge/style.md" in text, "the knowledge listing lacks /workspace/knowledge/style.md")
+            read = await call_ok(client, "read_file", {"path": "/workspace/MEMORY.md", "offset": 590})
+            expect("fact 599" in read, f"read_file of the marked path: {read[:80]!r}")
+            try:
+                await client.get_prompt("run_start_context", arguments={"budget": "none"})
+                raise AssertionError("a budget of 'none' was accepted")
+            except MCPError as exc:
+                expect("budget" in str(exc), f"error {exc}")
+
+        async def prompt_stdio():
+            args = ["--mounts", str(agent_table), "--context-root", "/workspace"]
+            async with Client(stdio_params(wsp, args)) as client:
+                await context_prompt(client)
+
+        async def prompt_http():
+            http = HttpServer(wsp, ["--mounts", str(agent_table), "--context-root", "/workspace"])
+            try:
+                async with connect(http) as client:
+                    await context_prompt(client)
+            finally:
+                http.close()
+
+        await checks.run("stdio prompt run_start_context: listed, rendered within budget, paths readable", prompt_stdio)
+        await checks.run("http prompt run_start_context: listed, rendered within budget, paths readable", prompt_http)
 
     passed = sum(1 for r in checks.results if r["pass"])
     failed = len(checks.results) - passed

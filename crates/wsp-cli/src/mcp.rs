@@ -37,6 +37,11 @@ pub struct McpArgs {
     /// writable one); without it, each is a warning on standard error.
     #[arg(long)]
     strict: bool,
+    /// Also offer the MCP prompt `run_start_context`: the run-start context (AGENTS.md,
+    /// MEMORY.md, knowledge/, the skills and subagents index) of the Workspace mounted at this
+    /// path, e.g. /workspace, read with the agent's own scopes (`--profile files`).
+    #[arg(long, value_name = "PATH")]
+    context_root: Option<String>,
     /// The tool profile.
     #[arg(long, value_enum, default_value_t = ProfileKind::Files)]
     profile: ProfileKind,
@@ -199,10 +204,21 @@ fn files_server(args: &McpArgs, secrets: Arc<dyn SecretSource>) -> Result<McpSer
     let vfs = builder
         .build()
         .map_err(|e| CliError(one_line(&e.to_string())))?;
-    Ok(McpServer::files(vfs))
+    let server = McpServer::files(vfs);
+    match &args.context_root {
+        Some(root) => server
+            .with_context_root(root)
+            .map_err(|e| CliError(format!("--context-root: {e}"))),
+        None => Ok(server),
+    }
 }
 
 fn items_server(args: &McpArgs, secrets: Arc<dyn SecretSource>) -> Result<McpServer, CliError> {
+    if args.context_root.is_some() {
+        return Err(CliError(
+            "--context-root is for --profile files: the items profile has no mount table".into(),
+        ));
+    }
     if args.mounts.is_some() {
         return Err(CliError(
             "--mounts is for --profile files; the items profile keeps the agent's items in its home workspace".into(),

@@ -19,6 +19,11 @@
 //!   DNS-rebinding protection). [`McpServer::serve_http`] serves under [`ConnectionLimits`], over
 //!   plain HTTP or HTTPS ([`Listener`] with [`ServerTls`]).
 //!
+//! With [`McpServer::with_context_root`] the server also offers the prompt `run_start_context`
+//! (`prompts/list`, `prompts/get`): the run-start context of one readable Workspace, rendered by
+//! `wsp-context` under a token budget from the files the agent's own tools can read, every path
+//! shown as the agent passes it to `read_file`.
+//!
 //! The HTTP transport is the feature `http` (on by default), and it is the only part of the
 //! crate that knows axum: with `default-features = false` the crate serves stdio only and links
 //! neither axum nor wsp-listener (ARCHITECTURE.md, "Dependency rules").
@@ -45,6 +50,7 @@
 
 #[cfg(feature = "http")]
 mod auth;
+mod context;
 #[cfg(feature = "http")]
 mod http;
 mod server;
@@ -52,6 +58,7 @@ mod transport;
 
 #[cfg(feature = "http")]
 pub use auth::{AllowListError, BearerToken, BearerTokenError, HttpAllowList, HttpAuth};
+pub use context::{CONTEXT_PROMPT, ContextRootError, MAX_PROMPT_BUDGET};
 #[cfg(feature = "http")]
 pub use http::{ConnectionLimits, HTTP_PATH, HttpOptions, Listener, ServerTls};
 pub use server::{McpServer, Profile};

@@ -3,14 +3,16 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use wsp_vfs::{ItemToolName, ItemsProfile, ToolDefinition, ToolOutput, Vfs, VfsError};
+
+use crate::context::{CONTEXT_PROMPT, ContextRoot, ContextRootError, PromptError};
 
 /// The tool profile a server offers.
 #[derive(Debug)]
@@ -66,6 +68,8 @@ fn items_instructions(items: &ItemsProfile) -> String {
 #[derive(Debug, Clone)]
 pub struct McpServer {
     inner: Arc<Inner>,
+    /// Where the `run_start_context` prompt reads from, when it is offered.
+    context: Option<Arc<ContextRoot>>,
 }
 
 #[derive(Debug)]
@@ -87,7 +91,28 @@ impl McpServer {
                 tools,
                 instructions,
             }),
+            context: None,
         }
+    }
+
+    /// This server also offering the prompt `run_start_context`: the run-start context
+    /// (`wsp-context`) of the Workspace mounted at `root` (e.g. `/workspace`), read through the
+    /// mount table with the agent's own scopes, every path shown as the agent reads it
+    /// (`/workspace/MEMORY.md`). `root` must be a readable Workspace of the `files` profile.
+    pub fn with_context_root(mut self, root: &str) -> Result<Self, ContextRootError> {
+        let Profile::Files(vfs) = &self.inner.profile else {
+            return Err(ContextRootError::items_profile(root));
+        };
+        self.context = Some(Arc::new(ContextRoot::new(vfs, root)?));
+        Ok(self)
+    }
+
+    /// The names `prompts/list` answers with.
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.context
+            .iter()
+            .map(|_| CONTEXT_PROMPT.to_owned())
+            .collect()
     }
 
     /// A server offering the `files` profile of `vfs`.
@@ -161,7 +186,15 @@ fn failure(err: &VfsError) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = if self.context.is_some() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("wsp", env!("CARGO_PKG_VERSION"))
                     .with_title("wsp agent workspaces"),
@@ -175,6 +208,49 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(
+            self.context.iter().map(|c| c.prompt()).collect(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (Some(context), Profile::Files(vfs)) = (&self.context, &self.inner.profile) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown prompt {:?}; this server offers none", request.name),
+                None,
+            ));
+        };
+        if request.name != CONTEXT_PROMPT {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt {:?}; the prompt here is {CONTEXT_PROMPT}",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        match context.get(vfs, request.arguments.as_ref()).await {
+            Ok(result) => Ok(result.into()),
+            Err(PromptError::InvalidArguments(why)) => Err(ErrorData::invalid_params(why, None)),
+            Err(PromptError::Unavailable(why)) => {
+                tracing::warn!(%why, "run_start_context could not read its files");
+                Err(ErrorData::internal_error(
+                    format!("the workspace could not be read: {why}"),
+                    None,
+                ))
+            }
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -216,6 +216,55 @@ fn workspaces_reaching_one_directory_under_two_scopes_warn_or_are_refused() {
     assert!(stderr.contains("(refused by --strict)"), "{stderr}");
 }
 
+/// `--context-root` adds the prompt `run_start_context`; a root that is not a readable
+/// Workspace is refused with one line before anything is served.
+#[test]
+fn the_context_prompt_is_offered_over_a_readable_workspace_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("agent");
+    std::fs::create_dir(&host).unwrap();
+    std::fs::write(host.join("AGENTS.md"), "# Reviewer\nBe brief.\n").unwrap();
+    let table = write_table(
+        dir.path(),
+        &format!(
+            "[[workspace]]\npath = \"/workspace\"\nscope = \"ro\"\nmount = {{ physical = {h:?} }}\n",
+            h = host.display().to_string()
+        ),
+    );
+    let (responses, _) = session(
+        &["--mounts", &table, "--context-root", "/workspace"],
+        &[
+            ("prompts/list", json!({})),
+            (
+                "prompts/get",
+                json!({"name": "run_start_context", "arguments": {"budget": "200"}}),
+            ),
+        ],
+    );
+    assert_eq!(
+        responses[1]["result"]["prompts"][0]["name"], "run_start_context",
+        "{responses:?}"
+    );
+    let text = responses[2]["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("Be brief."), "{text}");
+    assert!(text.contains("[MISSING: /workspace/MEMORY.md]"), "{text}");
+    let refused = Command::new(WSP)
+        .args(["mcp", "--mounts", &table, "--context-root", "/elsewhere"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr
+            .contains("--context-root: the context root /elsewhere is not the path of a Workspace"),
+        "{stderr}"
+    );
+}
+
 /// The status code of one MCP `initialize` POST to `url` (`http://ADDR/mcp`) over plain TCP.
 fn http_initialize(url: &str, token: Option<&str>) -> u16 {
     use std::io::Read;

@@ -4,3 +4,4 @@
 
 mod http;
 mod mcp;
+mod prompt;

@@ -11,10 +11,10 @@ use wsp_store::MemoryStore;
 use wsp_types::OwnerId;
 use wsp_vfs::{AgentIdentity, ItemsProfile, MountTable, SharedAgentList, Vfs};
 
-type Client = RunningService<RoleClient, ()>;
+pub(crate) type Client = RunningService<RoleClient, ()>;
 
 /// Starts `server` on one end of a pipe and an MCP client (after `initialize`) on the other.
-async fn connect(server: McpServer) -> Client {
+pub(crate) async fn connect(server: McpServer) -> Client {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_io);
     tokio::spawn(async move { server.serve_io(server_read, server_write).await });
@@ -86,7 +86,7 @@ async fn tool_names(client: &Client) -> Vec<String> {
         .collect()
 }
 
-async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
+pub(crate) async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
     let Value::Object(args) = args else {
         panic!("arguments must be an object")
     };
@@ -96,7 +96,7 @@ async fn call(client: &Client, name: &str, args: Value) -> CallToolResult {
         .unwrap()
 }
 
-fn text(result: &CallToolResult) -> String {
+pub(crate) fn text(result: &CallToolResult) -> String {
     let value = serde_json::to_value(result).unwrap();
     value["content"][0]["text"].as_str().unwrap().to_owned()
 }

@@ -1,0 +1,237 @@
+//! The `run_start_context` prompt: the context block an MCP host injects, read through the
+//! agent's own mount table, naming only paths the agent can read.
+
+use std::sync::Arc;
+
+use rmcp::model::{ContentBlock, GetPromptRequestParams, JsonObject, Role};
+use serde_json::{Value, json};
+use wsp_mcp::{CONTEXT_PROMPT, McpServer};
+use wsp_store::MemoryStore;
+use wsp_vfs::{MountTable, Vfs};
+
+use crate::mcp::{call, connect, text};
+
+/// Seed 003's layout on disk, read-only, with a writable memory folder and an outbox.
+const TABLE: &str = r#"
+[[workspace]]
+path = "/workspace"
+scope = "ro"
+mount = { physical = "DIR" }
+
+[[workspace]]
+path = "/workspace/memory"
+scope = "rw"
+mount = { virtual = "memory" }
+
+[[workspace]]
+path = "/outbox"
+scope = "wo"
+mount = { virtual = "outbox" }
+"#;
+
+fn layout() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, content: &str| {
+        let p = dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    };
+    write("AGENTS.md", "# Reviewer\nYou review pull requests.\n");
+    let memory: String = (1..=400)
+        .map(|i| format!("- remembered fact number {i}\n"))
+        .collect();
+    write("MEMORY.md", &memory);
+    write(
+        "knowledge/KNOWLEDGE.md",
+        "# Knowledge\nSee the style guide.\n",
+    );
+    write("knowledge/style.md", "Tabs, not spaces.\n");
+    write("knowledge/deep/notes.md", "deep\n");
+    write(
+        "skills/triage/SKILL.md",
+        "---\ndescription: sort incoming issues\n---\n",
+    );
+    write("subagents/linter.md", "# Runs the linters\n");
+    write("PREFERENCES.md", "not part of the block\n");
+    dir
+}
+
+fn server(dir: &tempfile::TempDir) -> McpServer {
+    let toml = TABLE.replace("DIR", &dir.path().display().to_string());
+    let vfs = Vfs::builder(MountTable::from_toml_str(&toml).unwrap())
+        .virtual_store(Arc::new(MemoryStore::default()))
+        .build()
+        .unwrap();
+    McpServer::files(vfs)
+        .with_context_root("/workspace")
+        .unwrap()
+}
+
+fn args(value: Value) -> JsonObject {
+    let Value::Object(map) = value else {
+        panic!("an object")
+    };
+    map
+}
+
+async fn render(client: &crate::mcp::Client, budget: &str) -> String {
+    let got = client
+        .get_prompt(
+            GetPromptRequestParams::new(CONTEXT_PROMPT)
+                .with_arguments(args(json!({"budget": budget}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got.messages.len(), 1);
+    assert_eq!(got.messages[0].role, Role::User);
+    let ContentBlock::Text(t) = &got.messages[0].content else {
+        panic!("a text message")
+    };
+    t.text.clone()
+}
+
+/// Every absolute path the block names (file, listing or index), in order of appearance.
+fn paths_named(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("/workspace/") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| c.is_whitespace() || "\"]):".contains(c))
+            .unwrap_or(tail.len());
+        // `</workspace_file>` and the like are tags, not paths.
+        if !rest[..at].ends_with('<') {
+            out.push(tail[..end].to_owned());
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_prompt_is_listed_and_renders_the_block_within_its_budget() {
+    let dir = layout();
+    let client = connect(server(&dir)).await;
+    let prompts = client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].name, CONTEXT_PROMPT);
+    let budget_arg = &prompts[0].arguments.as_ref().unwrap()[0];
+    assert_eq!(budget_arg.name, "budget");
+    assert_eq!(budget_arg.required, Some(false));
+
+    let text = render(&client, "600").await;
+    assert!(text.len() / 4 <= 600, "{} chars", text.len());
+    assert!(text.contains("You review pull requests."));
+    assert!(
+        text.contains("<workspace_file path=\"/workspace/AGENTS.md\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("tokens omitted, read /workspace/MEMORY.md]"),
+        "{text}"
+    );
+    assert!(text.contains("- /workspace/knowledge/style.md\n"), "{text}");
+    assert!(
+        text.contains("- triage (/workspace/skills/triage/SKILL.md): sort incoming issues"),
+        "{text}"
+    );
+    assert!(!text.contains("not part of the block"));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn every_path_the_block_names_is_readable_with_the_agents_own_tools() {
+    let dir = layout();
+    let client = connect(server(&dir)).await;
+    for budget in ["80", "600", "8000"] {
+        let text = render(&client, budget).await;
+        let named = paths_named(&text);
+        assert!(!named.is_empty() || budget == "80", "{text}");
+        for path in named {
+            let result = if path.ends_with('/') {
+                call(&client, "ls", json!({"path": path})).await
+            } else {
+                call(&client, "read_file", json!({"path": path})).await
+            };
+            assert_ne!(
+                result.is_error,
+                Some(true),
+                "budget {budget}: {path} is named but not readable: {}",
+                text_of(&result)
+            );
+        }
+    }
+    client.cancel().await.unwrap();
+}
+
+fn text_of(result: &rmcp::model::CallToolResult) -> String {
+    text(result)
+}
+
+#[tokio::test]
+async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
+    let dir = layout();
+    let client = connect(server(&dir)).await;
+    for bad in [
+        json!({"budget": "0"}),
+        json!({"budget": "lots"}),
+        json!({"budget": "-5"}),
+        json!({"run": "r1"}),
+    ] {
+        let err = client
+            .get_prompt(
+                GetPromptRequestParams::new(CONTEXT_PROMPT).with_arguments(args(bad.clone())),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("budget") || err.to_string().contains("unknown argument"),
+            "{bad}: {err}"
+        );
+    }
+    let err = client
+        .get_prompt(GetPromptRequestParams::new("system"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("run_start_context"), "{err}");
+    // No budget: the default.
+    let got = client
+        .get_prompt(GetPromptRequestParams::new(CONTEXT_PROMPT))
+        .await
+        .unwrap();
+    assert!(
+        got.description
+            .unwrap()
+            .contains("of 8000 tokens from /workspace")
+    );
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn the_root_must_be_a_readable_workspace() {
+    let dir = layout();
+    let toml = TABLE.replace("DIR", &dir.path().display().to_string());
+    let vfs = || {
+        Vfs::builder(MountTable::from_toml_str(&toml).unwrap())
+            .virtual_store(Arc::new(MemoryStore::default()))
+            .build()
+            .unwrap()
+    };
+    for (root, why) in [
+        ("/outbox", "write-only"),
+        ("/nowhere", "not the path of a Workspace"),
+        ("/workspace/knowledge", "not the path of a Workspace"),
+        ("workspace", "not an absolute path"),
+    ] {
+        let err = McpServer::files(vfs()).with_context_root(root).unwrap_err();
+        assert!(err.to_string().contains(why), "{root}: {err}");
+    }
+    assert!(McpServer::files(vfs()).prompt_names().is_empty());
+    assert_eq!(
+        McpServer::files(vfs())
+            .with_context_root("/workspace/memory")
+            .unwrap()
+            .prompt_names(),
+        [CONTEXT_PROMPT]
+    );
+}

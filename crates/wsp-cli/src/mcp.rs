@@ -39,7 +39,9 @@ pub struct McpArgs {
     strict: bool,
     /// Also offer the MCP prompt `run_start_context`: the run-start context (AGENTS.md,
     /// MEMORY.md, knowledge/, the skills and subagents index) of the Workspace mounted at this
-    /// path, e.g. /workspace, read with the agent's own scopes (`--profile files`).
+    /// path, e.g. /workspace, read with the agent's own scopes (`--profile files`); and, where
+    /// the scopes allow, the tools memory_append (read-write memory/), memory_search and
+    /// session_record (read-write agents/<--agent>/sessions/).
     #[arg(long, value_name = "PATH")]
     context_root: Option<String>,
     /// The tool profile.
@@ -63,7 +65,8 @@ pub struct McpArgs {
     /// Tenant that owns the virtual namespaces and the items.
     #[arg(long, default_value = "default")]
     tenant: String,
-    /// The agent: recorded as the author of its writes; with `--profile items`, whose items.
+    /// The agent: recorded as the author of its writes; with `--context-root`, whose session
+    /// index session_record keeps; with `--profile items`, whose items.
     #[arg(long, default_value = "agent")]
     agent: String,
     /// The agent is shared (items live in `agent-<ID>`; it cannot publish). Otherwise it is
@@ -207,6 +210,7 @@ fn files_server(args: &McpArgs, secrets: Arc<dyn SecretSource>) -> Result<McpSer
     let server = McpServer::files(vfs);
     match &args.context_root {
         Some(root) => server
+            .with_session_agent(&args.agent)
             .with_context_root(root)
             .map_err(|e| CliError(format!("--context-root: {e}"))),
         None => Ok(server),

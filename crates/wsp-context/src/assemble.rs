@@ -110,6 +110,10 @@ pub struct ContextConfig {
     /// block names is one the agent can pass to its `read_file`. `None` (the default) shows
     /// workspace paths as they are.
     pub path_root: Option<String>,
+    /// Whether the reader has the `memory_search` tool: a cut `MEMORY.md` then says so in its
+    /// marker (`[TRUNCATED: N tokens omitted, read /workspace/MEMORY.md or use memory_search
+    /// for older entries]`, as seed 003 does). Default false.
+    pub memory_search: bool,
 }
 
 impl ContextConfig {
@@ -151,6 +155,12 @@ impl ContextConfig {
         self
     }
 
+    /// This configuration with [`ContextConfig::memory_search`] set.
+    pub fn with_memory_search(mut self, memory_search: bool) -> Self {
+        self.memory_search = memory_search;
+        self
+    }
+
     /// `path` as the text shows it: under [`ContextConfig::path_root`] when one is set.
     fn shown(&self, path: &str) -> String {
         match &self.path_root {
@@ -175,6 +185,7 @@ impl ContextConfig {
             floors: Floors::default(),
             index: true,
             path_root: None,
+            memory_search: false,
         }
     }
 
@@ -350,12 +361,17 @@ impl ContextInputs {
                 &self.agents,
                 floors.agents.tokens(budget),
             ),
-            file_block(
-                Section::Memory,
-                &config.shown(MEMORY_PATH),
-                &self.memory,
-                floors.memory.tokens(budget),
-            ),
+            Block {
+                hint: config
+                    .memory_search
+                    .then(|| "use memory_search for older entries".to_owned()),
+                ..file_block(
+                    Section::Memory,
+                    &config.shown(MEMORY_PATH),
+                    &self.memory,
+                    floors.memory.tokens(budget),
+                )
+            },
             file_block(
                 Section::Knowledge,
                 &config.shown(KNOWLEDGE_PATH),
@@ -368,6 +384,7 @@ impl ContextInputs {
             blocks.push(Block {
                 section: Section::KnowledgeListing,
                 path: dir.clone(),
+                hint: None,
                 floor: floors.knowledge_listing.tokens(budget),
                 kind: BlockKind::Lines {
                     header: format!(
@@ -480,6 +497,7 @@ fn file_block(section: Section, path: &str, read: &ReadOutcome, floor: usize) ->
     Block {
         section,
         path: path.to_owned(),
+        hint: None,
         floor,
         kind,
         escaped_tags,
@@ -523,6 +541,7 @@ fn index_block(
     let block = Block {
         section,
         path: dir.to_owned(),
+        hint: None,
         floor,
         kind: BlockKind::Lines {
             header: format!(

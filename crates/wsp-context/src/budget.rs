@@ -29,6 +29,8 @@ pub(crate) struct Block {
     pub section: Section,
     /// The path named in the report and in markers.
     pub path: String,
+    /// What a truncation marker adds after the path (`use memory_search for older entries`).
+    pub hint: Option<String>,
     /// Body tokens reserved before the fill phase.
     pub floor: usize,
     pub kind: BlockKind,
@@ -78,9 +80,13 @@ struct Measured {
     body: usize,
 }
 
-/// `[TRUNCATED: N tokens omitted, read <path>]`.
-pub(crate) fn truncated_marker(omitted: usize, path: &str) -> String {
-    format!("[TRUNCATED: {omitted} tokens omitted, read {path}]\n")
+/// `[TRUNCATED: N tokens omitted, read <path>]`, or `[.., read <path> or <hint>]`.
+pub(crate) fn truncated_marker(omitted: usize, block: &Block) -> String {
+    let path = &block.path;
+    match &block.hint {
+        Some(hint) => format!("[TRUNCATED: {omitted} tokens omitted, read {path} or {hint}]\n"),
+        None => format!("[TRUNCATED: {omitted} tokens omitted, read {path}]\n"),
+    }
 }
 
 /// `text` with a final newline.
@@ -111,7 +117,7 @@ fn measure(block: &Block, counter: &dyn TokenCounter) -> Measured {
             let body = counter.count(&line_ended(body));
             let frame = counter.count(header) + counter.count(footer);
             Measured {
-                base: counter.count(&truncated_marker(body, &block.path)),
+                base: counter.count(&truncated_marker(body, block)),
                 full: frame + body,
                 frame,
                 body,
@@ -125,7 +131,7 @@ fn measure(block: &Block, counter: &dyn TokenCounter) -> Measured {
             let body = lines.iter().map(|l| counter.count(l)).sum();
             let frame = counter.count(header) + counter.count(footer);
             Measured {
-                base: counter.count(&truncated_marker(body, &block.path)),
+                base: counter.count(&truncated_marker(body, block)),
                 full: frame + body,
                 frame,
                 body,
@@ -180,7 +186,7 @@ fn render_block(
         escaped_tags: block.escaped_tags,
     };
     let stub = |out: &mut String, entry: &mut ReportEntry| {
-        out.push_str(&truncated_marker(m.body, &block.path));
+        out.push_str(&truncated_marker(m.body, block));
         entry.outcome = EntryOutcome::Omitted;
         entry.included_tokens = 0;
         entry.omitted_tokens = m.body;
@@ -222,7 +228,7 @@ fn render_block(
             let omitted = m.body.saturating_sub(kept_tokens).max(1);
             out.push_str(header);
             out.push_str(&kept);
-            out.push_str(&truncated_marker(omitted, &block.path));
+            out.push_str(&truncated_marker(omitted, block));
             out.push_str(footer);
             entry.outcome = EntryOutcome::Truncated;
             entry.included_tokens = kept_tokens;
@@ -258,7 +264,7 @@ fn render_block(
             let omitted = m.body.saturating_sub(kept_tokens).max(1);
             out.push_str(header);
             lines[..kept].iter().for_each(|l| out.push_str(l));
-            out.push_str(&truncated_marker(omitted, &block.path));
+            out.push_str(&truncated_marker(omitted, block));
             out.push_str(footer);
             entry.outcome = EntryOutcome::Truncated;
             entry.included_tokens = kept_tokens;
@@ -393,6 +399,7 @@ mod tests {
         Block {
             section: Section::Extra,
             path: path.into(),
+            hint: None,
             floor,
             kind: BlockKind::Text {
                 header: format!("<f path=\"{path}\">\n"),
@@ -460,6 +467,7 @@ mod tests {
         let block = Block {
             section: Section::Skills,
             path: "skills/".into(),
+            hint: None,
             floor: 0,
             kind: BlockKind::Lines {
                 header: "<i>\n".into(),

@@ -31,8 +31,9 @@ impl Default for RetryPolicy {
 
 impl RetryPolicy {
     /// The pause after failed attempt `attempt` (1-based): exponential, capped, with full
-    /// jitter so that racing writers spread out.
-    fn backoff(&self, attempt: u32) -> Duration {
+    /// jitter so that racing writers spread out. Public so that a caller running its own
+    /// conditional loop (over another file API) pauses the same way.
+    pub fn backoff(&self, attempt: u32) -> Duration {
         let exp = self
             .initial_backoff
             .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))

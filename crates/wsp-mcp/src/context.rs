@@ -59,6 +59,11 @@ impl ContextRoot {
         Ok(Self { root: parsed })
     }
 
+    /// The Workspace the context is read from.
+    pub(crate) fn root(&self) -> &VirtualPath {
+        &self.root
+    }
+
     /// The prompt as `prompts/list` shows it.
     pub(crate) fn prompt(&self) -> Prompt {
         Prompt::new(
@@ -84,14 +89,18 @@ impl ContextRoot {
         .with_title("Run-start context")
     }
 
-    /// `prompts/get`: the rendered block as one message, or why the arguments are refused.
+    /// `prompts/get`: the rendered block as one message, or why the arguments are refused. With
+    /// `memory_search` (the tool is offered), a cut `MEMORY.md` points to it.
     pub(crate) async fn get(
         &self,
         vfs: &Vfs,
         arguments: Option<&serde_json::Map<String, Value>>,
+        memory_search: bool,
     ) -> Result<GetPromptResult, PromptError> {
         let budget = budget(arguments)?;
-        let config = ContextConfig::new(budget).with_path_root(self.root.as_str());
+        let config = ContextConfig::new(budget)
+            .with_path_root(self.root.as_str())
+            .with_memory_search(memory_search);
         let source = VfsSource {
             vfs,
             root: &self.root,

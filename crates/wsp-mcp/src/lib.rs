@@ -22,7 +22,14 @@
 //! With [`McpServer::with_context_root`] the server also offers the prompt `run_start_context`
 //! (`prompts/list`, `prompts/get`): the run-start context of one readable Workspace, rendered by
 //! `wsp-context` under a token budget from the files the agent's own tools can read, every path
-//! shown as the agent passes it to `read_file`.
+//! shown as the agent passes it to `read_file`. Under the same root it offers the agent's
+//! write-back loop (seed 003) where the scopes allow each: `memory_append` (one line to today's
+//! `memory/YYYY-MM-DD.md`; read-write `memory/`), `memory_search` (ranked lines of `MEMORY.md`
+//! and `memory/`, or of a readable path the agent names) and, with
+//! [`McpServer::with_session_agent`], `session_record` (`agents/<agent>/sessions/sessions.json`;
+//! read-write). They read and write through the same [`Vfs`](wsp_vfs::Vfs) calls as the file
+//! tools, so they reach nothing those could not; updates are conditional and retried, so
+//! concurrent sessions never lose each other's lines.
 //!
 //! The HTTP transport is the feature `http` (on by default), and it is the only part of the
 //! crate that knows axum: with `default-features = false` the crate serves stdio only and links
@@ -53,6 +60,7 @@ mod auth;
 mod context;
 #[cfg(feature = "http")]
 mod http;
+mod memory;
 mod server;
 mod transport;
 
@@ -61,4 +69,8 @@ pub use auth::{AllowListError, BearerToken, BearerTokenError, HttpAllowList, Htt
 pub use context::{CONTEXT_PROMPT, ContextRootError, MAX_PROMPT_BUDGET};
 #[cfg(feature = "http")]
 pub use http::{ConnectionLimits, HTTP_PATH, HttpOptions, Listener, ServerTls};
+pub use memory::{
+    MAX_MEMORY_LINE_BYTES, MAX_QUERY_CHARS, MAX_SESSION_SUMMARY_CHARS, MEMORY_APPEND,
+    MEMORY_SEARCH, SESSION_RECORD,
+};
 pub use server::{McpServer, Profile};

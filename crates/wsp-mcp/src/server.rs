@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use wsp_vfs::{ItemToolName, ItemsProfile, ToolDefinition, ToolOutput, Vfs, VfsError};
 
 use crate::context::{CONTEXT_PROMPT, ContextRoot, ContextRootError, PromptError};
+use crate::memory::MemoryTools;
 
 /// The tool profile a server offers.
 #[derive(Debug)]
@@ -70,6 +71,11 @@ pub struct McpServer {
     inner: Arc<Inner>,
     /// Where the `run_start_context` prompt reads from, when it is offered.
     context: Option<Arc<ContextRoot>>,
+    /// The memory tools under the context root, and their catalogue entries.
+    memory: Option<Arc<MemoryTools>>,
+    memory_tools: Arc<Vec<Tool>>,
+    /// The agent whose session index `session_record` keeps.
+    session_agent: Option<String>,
 }
 
 #[derive(Debug)]
@@ -92,6 +98,9 @@ impl McpServer {
                 instructions,
             }),
             context: None,
+            memory: None,
+            memory_tools: Arc::new(Vec::new()),
+            session_agent: None,
         }
     }
 
@@ -104,7 +113,30 @@ impl McpServer {
             return Err(ContextRootError::items_profile(root));
         };
         self.context = Some(Arc::new(ContextRoot::new(vfs, root)?));
+        self.refresh_memory();
         Ok(self)
+    }
+
+    /// This server keeping `agent`'s session index (`agents/<agent>/sessions/sessions.json`
+    /// under the context root) with the tool `session_record`, offered when that file is
+    /// readable and writable (in either order with [`McpServer::with_context_root`]). An agent
+    /// id that is not one path component offers no `session_record`.
+    pub fn with_session_agent(mut self, agent: &str) -> Self {
+        self.session_agent = Some(agent.to_owned());
+        self.refresh_memory();
+        self
+    }
+
+    /// Recomputes the memory tools from the context root, the agent and the mount table: each
+    /// of `memory_append`, `memory_search` and `session_record` is offered only where the
+    /// scopes give it what it needs.
+    fn refresh_memory(&mut self) {
+        let (Some(context), Profile::Files(vfs)) = (&self.context, &self.inner.profile) else {
+            return;
+        };
+        let memory = MemoryTools::new(vfs, context.root(), self.session_agent.as_deref());
+        self.memory_tools = Arc::new(memory.tools());
+        self.memory = Some(Arc::new(memory));
     }
 
     /// The names `prompts/list` answers with.
@@ -125,13 +157,14 @@ impl McpServer {
         Self::new(Profile::Items(items))
     }
 
-    /// The names `tools/list` answers with, in catalogue order.
+    /// The names `tools/list` answers with, in catalogue order (the file tools, then the
+    /// memory tools).
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner
-            .tools
-            .iter()
-            .map(|t| t.name.to_string())
-            .collect()
+        self.all_tools().map(|t| t.name.to_string()).collect()
+    }
+
+    fn all_tools(&self) -> impl Iterator<Item = &Tool> {
+        self.inner.tools.iter().chain(self.memory_tools.iter())
     }
 
     /// The server instructions sent at `initialize`: the filesystem map for `files`.
@@ -140,7 +173,7 @@ impl McpServer {
     }
 
     fn tool(&self, name: &str) -> Option<&Tool> {
-        self.inner.tools.iter().find(|t| t.name == name)
+        self.all_tools().find(|t| t.name == name)
     }
 }
 
@@ -207,7 +240,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.all_tools().cloned().collect(),
+        ))
     }
 
     async fn list_prompts(
@@ -240,7 +275,11 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        match context.get(vfs, request.arguments.as_ref()).await {
+        let search = self
+            .memory
+            .as_ref()
+            .is_some_and(|m| m.offers(crate::memory::MEMORY_SEARCH));
+        match context.get(vfs, request.arguments.as_ref(), search).await {
             Ok(result) => Ok(result.into()),
             Err(PromptError::InvalidArguments(why)) => Err(ErrorData::invalid_params(why, None)),
             Err(PromptError::Unavailable(why)) => {
@@ -275,7 +314,13 @@ impl ServerHandler for McpServer {
             ));
         }
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        let result = match self.inner.profile.call(&request.name, args).await {
+        let called = match (&self.memory, &self.inner.profile) {
+            (Some(memory), Profile::Files(vfs)) if memory.offers(&request.name) => {
+                memory.call(vfs, &request.name, args).await
+            }
+            _ => self.inner.profile.call(&request.name, args).await,
+        };
+        let result = match called {
             Ok(output) => success(output),
             Err(err) => {
                 tracing::debug!(tool = %request.name, code = %err.code, "tool call refused");

@@ -265,6 +265,90 @@ fn the_context_prompt_is_offered_over_a_readable_workspace_only() {
     );
 }
 
+/// Seed 003's layout as one mount table: the workspace read-only on disk, its `memory/` and the
+/// agent's sessions writable in the data directory. `--context-root` offers memory_append,
+/// memory_search and session_record (for `--agent`), and what they write survives a restart.
+#[test]
+fn the_memory_tools_write_back_under_the_context_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = dir.path().join("agent");
+    std::fs::create_dir(&host).unwrap();
+    std::fs::write(host.join("MEMORY.md"), "- Friday deploys are off.\n").unwrap();
+    let table = write_table(
+        dir.path(),
+        &format!(
+            "[[workspace]]\npath = \"/workspace\"\nscope = \"ro\"\nmount = {{ physical = {h:?} }}\n\n\
+             [[workspace]]\npath = \"/workspace/memory\"\nscope = \"rw\"\nmount = {{ virtual = \"memory\" }}\n\n\
+             [[workspace]]\npath = \"/workspace/agents/reviewer/sessions\"\nscope = \"rw\"\nmount = {{ virtual = \"sessions\" }}\n",
+            h = host.display().to_string()
+        ),
+    );
+    let data = dir.path().join("data").display().to_string();
+    let args = [
+        "--mounts",
+        &table,
+        "--data",
+        &data,
+        "--context-root",
+        "/workspace",
+        "--agent",
+        "reviewer",
+    ];
+    let (responses, _) = session(
+        &args,
+        &[
+            ("tools/list", json!({})),
+            call(
+                "memory_append",
+                json!({"text": "The Friday freeze ends in March."}),
+            ),
+            call(
+                "session_record",
+                json!({"session_id": "s-1", "summary": "planned the release"}),
+            ),
+        ],
+    );
+    let names: Vec<&str> = responses[1]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tool in ["memory_append", "memory_search", "session_record"] {
+        assert!(names.contains(&tool), "{tool} in {names:?}");
+    }
+    for r in &responses[2..] {
+        assert_eq!(r["result"]["isError"], false, "{r}");
+    }
+    let (responses, _) = session(
+        &args,
+        &[
+            call("memory_search", json!({"query": "friday"})),
+            call(
+                "read_file",
+                json!({"path": "/workspace/agents/reviewer/sessions/sessions.json"}),
+            ),
+        ],
+    );
+    let found = &responses[1]["result"]["structuredContent"];
+    assert_eq!(found["total"], 2, "{found}");
+    assert_eq!(
+        found["matches"][0]["snippet"],
+        "The Friday freeze ends in March."
+    );
+    let index = responses[2]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(index.contains("planned the release"), "{index}");
+    // Without --context-root, none of them.
+    let (responses, _) = session(
+        &["--mounts", &table, "--data", &data],
+        &[("tools/list", json!({}))],
+    );
+    let listed = responses[1]["result"]["tools"].to_string();
+    assert!(!listed.contains("memory_"), "{listed}");
+}
+
 /// The status code of one MCP `initialize` POST to `url` (`http://ADDR/mcp`) over plain TCP.
 fn http_initialize(url: &str, token: Option<&str>) -> u16 {
     use std::io::Read;

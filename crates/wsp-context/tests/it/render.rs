@@ -94,6 +94,28 @@ async fn memory_truncated() {
     insta::assert_snapshot!("memory_truncated", snapshot_text(&ctx));
 }
 
+/// With `memory_search` (the reader has the tool), a cut MEMORY.md points to it, within the
+/// same budget; nothing else changes.
+#[tokio::test]
+async fn a_cut_memory_points_to_memory_search_when_the_reader_has_it() {
+    let mut files = workspace();
+    files[1].1 = numbered("memory", 80);
+    let config = ContextConfig::new(700).with_memory_search(true);
+    let ctx = render_snapshot(&files, &config).await;
+    let memory = &ctx.report.entries[1];
+    assert_eq!(memory.outcome, EntryOutcome::Truncated);
+    assert!(
+        ctx.text.contains(&format!(
+            "[TRUNCATED: {} tokens omitted, read MEMORY.md or use memory_search for older entries]",
+            memory.omitted_tokens
+        )),
+        "{}",
+        ctx.text
+    );
+    let plain = render_snapshot(&files, &ContextConfig::new(700)).await;
+    assert!(!plain.text.contains("memory_search"));
+}
+
 #[tokio::test]
 async fn agents_over_the_whole_budget() {
     let mut files = workspace();

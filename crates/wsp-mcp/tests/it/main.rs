@@ -4,4 +4,5 @@
 
 mod http;
 mod mcp;
+mod memory;
 mod prompt;

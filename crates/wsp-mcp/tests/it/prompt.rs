@@ -127,7 +127,9 @@ async fn the_prompt_is_listed_and_renders_the_block_within_its_budget() {
         "{text}"
     );
     assert!(
-        text.contains("tokens omitted, read /workspace/MEMORY.md]"),
+        text.contains(
+            "tokens omitted, read /workspace/MEMORY.md or use memory_search for older entries]"
+        ),
         "{text}"
     );
     assert!(text.contains("- /workspace/knowledge/style.md\n"), "{text}");

@@ -380,6 +380,29 @@ impl Vfs {
         self.workspaces.iter().map(|w| w.info.clone()).collect()
     }
 
+    /// The Workspace that `path` routes to (longest prefix), or `None` when no Workspace
+    /// holds it or `path` is not a valid absolute path. Nothing here touches a Store.
+    ///
+    /// ```
+    /// use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, WorkspaceConfig};
+    /// let table = MountTable::builder()
+    ///     .workspace(WorkspaceConfig::new("/workspace", AccessScope::ReadOnly, MountConfig::virtual_namespace("ws")))
+    ///     .workspace(WorkspaceConfig::new("/workspace/memory", AccessScope::ReadWrite, MountConfig::virtual_namespace("mem")))
+    ///     .build()
+    ///     .unwrap();
+    /// let vfs = Vfs::builder(table)
+    ///     .virtual_store(std::sync::Arc::new(wsp_store::MemoryStore::default()))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(vfs.workspace_at("/workspace/memory/2026-01-02.md").unwrap().scope, AccessScope::ReadWrite);
+    /// assert_eq!(vfs.workspace_at("/workspace/MEMORY.md").unwrap().scope, AccessScope::ReadOnly);
+    /// assert!(vfs.workspace_at("/etc/passwd").is_none());
+    /// ```
+    pub fn workspace_at(&self, path: &str) -> Option<WorkspaceInfo> {
+        let path = VirtualPath::parse(path).ok()?;
+        self.route(&path).map(|(ws, _)| ws.info.clone())
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &VfsLimits {
         &self.limits

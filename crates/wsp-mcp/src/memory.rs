@@ -1,0 +1,717 @@
+//! The agent's write-back loop over MCP (seed 003): `memory_append` (one line to today's
+//! `memory/YYYY-MM-DD.md`), `memory_search` (ranked lines of `MEMORY.md`, `memory/` or another
+//! readable path) and `session_record` (the session index `agents/<agent>/sessions/sessions.json`).
+//!
+//! Every read and write goes through the agent's own mount table, with its scopes and limits,
+//! under the context root (`/workspace`): these tools reach nothing the file tools could not.
+//! Updates are conditional (`create_only`, then `if_match` on the etag just read) and retried
+//! after a conflict, so concurrent appenders and recorders never lose each other's lines.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use chrono::Utc;
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wsp_context::{RetryPolicy, SessionIndex, SessionRecord, memory_log_path};
+use wsp_vfs::{
+    AccessScope, GlobArgs, Operation, ToolOutput, Vfs, VfsError, VfsErrorCode, VirtualPath,
+    WriteFileArgs,
+};
+
+/// The tool that appends one line to today's memory log.
+pub const MEMORY_APPEND: &str = "memory_append";
+/// The tool that searches the memory files (and any readable path the agent names).
+pub const MEMORY_SEARCH: &str = "memory_search";
+/// The tool that records a session in the agent's session index.
+pub const SESSION_RECORD: &str = "session_record";
+
+/// The longest line `memory_append` takes, in bytes.
+pub const MAX_MEMORY_LINE_BYTES: usize = 4096;
+/// The longest `memory_search` query, in characters.
+pub const MAX_QUERY_CHARS: usize = 256;
+/// The longest session summary `session_record` takes, in characters.
+pub const MAX_SESSION_SUMMARY_CHARS: usize = 2000;
+
+/// Matches `memory_search` returns when no `limit` is given, and the most it returns.
+const DEFAULT_RESULTS: usize = 10;
+const MAX_RESULTS: usize = 50;
+/// Characters of a matching line shown in a result.
+const SNIPPET_CHARS: usize = 240;
+
+/// The memory tools a mount table supports under one context root, and how they write.
+#[derive(Debug)]
+pub(crate) struct MemoryTools {
+    root: VirtualPath,
+    /// `memory/` is readable and writable: `memory_append` is offered.
+    append: bool,
+    /// `MEMORY.md` or `memory/` is readable: `memory_search` is offered.
+    search: bool,
+    /// The agent whose session index `session_record` keeps, when it is readable and writable.
+    sessions: Option<String>,
+    retry: RetryPolicy,
+}
+
+impl MemoryTools {
+    /// What `vfs` allows under `root`: each tool is offered only where its files are reachable
+    /// with the scope it needs (append and record read, then write: read-write; search: read).
+    pub(crate) fn new(vfs: &Vfs, root: &VirtualPath, agent: Option<&str>) -> Self {
+        let tools = Self {
+            root: root.clone(),
+            append: false,
+            search: false,
+            sessions: None,
+            retry: RetryPolicy::default(),
+        };
+        let scope = |rel: &str| vfs.workspace_at(&tools.full(rel)).map(|w| w.scope);
+        let append = scope("memory/2000-01-01.md") == Some(AccessScope::ReadWrite);
+        let search = [scope("MEMORY.md"), scope("memory/2000-01-01.md")]
+            .into_iter()
+            .flatten()
+            .any(|s| s.allows(Operation::Search));
+        let sessions = agent
+            .filter(|a| session_id_ok(a))
+            .filter(|a| {
+                scope(&format!("agents/{a}/sessions/sessions.json")) == Some(AccessScope::ReadWrite)
+            })
+            .map(str::to_owned);
+        Self {
+            append,
+            search,
+            sessions,
+            ..tools
+        }
+    }
+
+    /// The virtual path of `rel` under the root.
+    fn full(&self, rel: &str) -> String {
+        if self.root.as_str() == "/" {
+            format!("/{rel}")
+        } else {
+            format!("{}/{rel}", self.root)
+        }
+    }
+
+    /// The tools offered, in a fixed order.
+    pub(crate) fn tools(&self) -> Vec<Tool> {
+        let mut out = Vec::new();
+        if self.append {
+            out.push(tool(
+                MEMORY_APPEND,
+                "Append to memory",
+                format!(
+                    "Append one line (a fact worth keeping) to today's memory log, {}. \
+                     Earlier lines are never changed and concurrent appends never lose a line. \
+                     One line of text, no line breaks, at most {MAX_MEMORY_LINE_BYTES} bytes; \
+                     call again for each further fact.",
+                    self.full("memory/YYYY-MM-DD.md")
+                ),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "text": {
+                            "type": "string",
+                            "description": "The line to append (no line breaks).",
+                            "minLength": 1,
+                            "maxLength": MAX_MEMORY_LINE_BYTES,
+                        }
+                    },
+                    "required": ["text"],
+                    "additionalProperties": false,
+                }),
+                Hints::append(),
+            ));
+        }
+        if self.search {
+            out.push(tool(
+                MEMORY_SEARCH,
+                "Search memory",
+                format!(
+                    "Search your memory ({} and the daily logs in {}) for lines with the words \
+                     of `query` (case-insensitive), best matches first: lines with more of the \
+                     words rank higher, then newer logs. Give `path` to search another readable \
+                     file or directory instead. Each result is a path, a line number and the \
+                     line; read_file shows the lines around it.",
+                    self.full("MEMORY.md"),
+                    self.full("memory/")
+                ),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "query": {
+                            "type": "string",
+                            "description": "Words to look for.",
+                            "minLength": 1,
+                            "maxLength": MAX_QUERY_CHARS,
+                        },
+                        "path": {
+                            "type": "string",
+                            "description": "A readable file or directory to search instead of the memory files (absolute).",
+                        },
+                        "limit": {
+                            "type": "integer",
+                            "description": format!("Most results (default {DEFAULT_RESULTS}, at most {MAX_RESULTS})."),
+                            "minimum": 1,
+                            "maximum": MAX_RESULTS,
+                        }
+                    },
+                    "required": ["query"],
+                    "additionalProperties": false,
+                }),
+                Hints::read(),
+            ));
+        }
+        if let Some(agent) = &self.sessions {
+            out.push(tool(
+                SESSION_RECORD,
+                "Record session",
+                format!(
+                    "Record this session in the session index {}: adds it, or for a session id \
+                     already there updates its time and, when given, its summary. Concurrent \
+                     records never lose each other's entries.",
+                    self.full(&format!("agents/{agent}/sessions/sessions.json"))
+                ),
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "session_id": {
+                            "type": "string",
+                            "description": "The session's id (letters, digits, '.', '_', '-'; starts with a letter or digit).",
+                            "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$",
+                        },
+                        "summary": {
+                            "type": "string",
+                            "description": "A short summary of the session.",
+                            "maxLength": MAX_SESSION_SUMMARY_CHARS,
+                        }
+                    },
+                    "required": ["session_id"],
+                    "additionalProperties": false,
+                }),
+                Hints::record(),
+            ));
+        }
+        out
+    }
+
+    /// Whether `name` is one of the tools offered.
+    pub(crate) fn offers(&self, name: &str) -> bool {
+        match name {
+            MEMORY_APPEND => self.append,
+            MEMORY_SEARCH => self.search,
+            SESSION_RECORD => self.sessions.is_some(),
+            _ => false,
+        }
+    }
+
+    /// Runs one of the tools offered.
+    pub(crate) async fn call(
+        &self,
+        vfs: &Vfs,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolOutput, VfsError> {
+        match name {
+            MEMORY_APPEND if self.append => self.append(vfs, parse(name, args)?).await,
+            MEMORY_SEARCH if self.search => self.search(vfs, parse(name, args)?).await,
+            SESSION_RECORD => match &self.sessions {
+                Some(agent) => self.record(vfs, agent, parse(name, args)?).await,
+                None => Err(unknown(name)),
+            },
+            _ => Err(unknown(name)),
+        }
+    }
+
+    async fn append(&self, vfs: &Vfs, args: AppendArgs) -> Result<ToolOutput, VfsError> {
+        let line = args.text.trim_end();
+        if line.trim().is_empty() {
+            return Err(VfsError::new(
+                VfsErrorCode::InvalidArgument,
+                "text is empty; give the fact to remember",
+            ));
+        }
+        if line.contains(['\n', '\r']) {
+            return Err(VfsError::new(
+                VfsErrorCode::InvalidArgument,
+                "text holds a line break; append each line with its own call",
+            ));
+        }
+        if line.len() > MAX_MEMORY_LINE_BYTES {
+            return Err(VfsError::new(
+                VfsErrorCode::TooLarge,
+                format!(
+                    "text is {} bytes, over the {MAX_MEMORY_LINE_BYTES} a memory line may hold",
+                    line.len()
+                ),
+            ));
+        }
+        let path = self.full(memory_log_path(Utc::now().date_naive()).as_str());
+        let (written, content) = self
+            .update(vfs, &path, |current| {
+                let mut content = current.unwrap_or_default().to_owned();
+                if !content.is_empty() && !content.ends_with('\n') {
+                    content.push('\n');
+                }
+                content.push_str(line);
+                content.push('\n');
+                Ok(content)
+            })
+            .await?;
+        let number = content.lines().count();
+        Ok(ToolOutput {
+            text: format!("appended line {number} of {path}"),
+            structured: json!({"path": path, "line": number, "etag": written}),
+        })
+    }
+
+    async fn record(
+        &self,
+        vfs: &Vfs,
+        agent: &str,
+        args: RecordArgs,
+    ) -> Result<ToolOutput, VfsError> {
+        if !session_id_ok(&args.session_id) {
+            return Err(VfsError::new(
+                VfsErrorCode::InvalidArgument,
+                format!(
+                    "session_id {:?} must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                    args.session_id
+                ),
+            ));
+        }
+        if let Some(summary) = &args.summary
+            && summary.chars().count() > MAX_SESSION_SUMMARY_CHARS
+        {
+            return Err(VfsError::new(
+                VfsErrorCode::TooLarge,
+                format!("summary is over {MAX_SESSION_SUMMARY_CHARS} characters; shorten it"),
+            ));
+        }
+        let path = self.full(&format!("agents/{agent}/sessions/sessions.json"));
+        let now = Utc::now();
+        let mut added = false;
+        let (etag, content) = self
+            .update(vfs, &path, |current| {
+                let mut index: SessionIndex = match current {
+                    Some(text) => serde_json::from_str(text).map_err(|e| {
+                        VfsError::new(
+                            VfsErrorCode::InvalidArgument,
+                            format!(
+                                "{path} is not a session index ({e}); fix it with edit_file or delete it"
+                            ),
+                        )
+                    })?,
+                    None => SessionIndex::default(),
+                };
+                added = false;
+                match index.sessions.iter_mut().find(|s| s.id == args.session_id) {
+                    Some(entry) => {
+                        entry.updated_at = now;
+                        if args.summary.is_some() {
+                            entry.summary.clone_from(&args.summary);
+                        }
+                    }
+                    None => {
+                        added = true;
+                        index.sessions.push(SessionRecord {
+                            id: args.session_id.clone(),
+                            started_at: now,
+                            updated_at: now,
+                            summary: args.summary.clone(),
+                            other: serde_json::Map::new(),
+                        });
+                    }
+                }
+                let mut text = serde_json::to_string_pretty(&index)
+                    .expect("a session index serializes");
+                text.push('\n');
+                Ok(text)
+            })
+            .await?;
+        let sessions = serde_json::from_str::<SessionIndex>(&content)
+            .map(|i| i.sessions.len())
+            .unwrap_or_default();
+        let verb = if added { "recorded" } else { "updated" };
+        Ok(ToolOutput {
+            text: format!(
+                "{verb} session {} in {path} ({sessions} sessions)",
+                args.session_id
+            ),
+            structured: json!({
+                "path": path,
+                "sessionId": args.session_id,
+                "added": added,
+                "sessions": sessions,
+                "etag": etag,
+            }),
+        })
+    }
+
+    /// Reads `path` (absent is `None`), writes `change` of it under `create_only` or `if_match`,
+    /// and runs again on the newer content after a conflict. Returns the new etag and content.
+    async fn update<F>(
+        &self,
+        vfs: &Vfs,
+        path: &str,
+        mut change: F,
+    ) -> Result<(Option<String>, String), VfsError>
+    where
+        F: FnMut(Option<&str>) -> Result<String, VfsError>,
+    {
+        for attempt in 1..=self.retry.max_attempts {
+            let (etag, current) = match vfs.read_whole(path).await {
+                Ok(file) => {
+                    let text = String::from_utf8(file.bytes).map_err(|_| {
+                        VfsError::new(
+                            VfsErrorCode::InvalidArgument,
+                            format!("{path} is not UTF-8 text, so no line can be added to it"),
+                        )
+                    })?;
+                    (Some(file.etag), Some(text))
+                }
+                Err(e) if e.code == VfsErrorCode::NotFound => (None, None),
+                Err(e) => return Err(e),
+            };
+            let content = change(current.as_deref())?;
+            let args = WriteFileArgs {
+                path: path.to_owned(),
+                content: content.clone(),
+                create_only: etag.is_none(),
+                if_match: etag,
+            };
+            match vfs.write_file(args).await {
+                Ok(written) => return Ok((written.etag, content)),
+                Err(e) if e.code == VfsErrorCode::Conflict => {
+                    tokio::time::sleep(self.retry.backoff(attempt)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(VfsError::new(
+            VfsErrorCode::Conflict,
+            format!(
+                "other writers changed {path} on each of {} attempts; try again",
+                self.retry.max_attempts
+            ),
+        ))
+    }
+
+    async fn search(&self, vfs: &Vfs, args: SearchArgs) -> Result<ToolOutput, VfsError> {
+        let terms = terms(&args.query);
+        if terms.is_empty() || args.query.chars().count() > MAX_QUERY_CHARS {
+            return Err(VfsError::new(
+                VfsErrorCode::InvalidArgument,
+                format!(
+                    "query must hold at least one word (letters or digits) in at most {MAX_QUERY_CHARS} characters"
+                ),
+            ));
+        }
+        let limit = match args.limit {
+            None => DEFAULT_RESULTS,
+            Some(n) if (1..=MAX_RESULTS as u64).contains(&n) => n as usize,
+            Some(n) => {
+                return Err(VfsError::new(
+                    VfsErrorCode::InvalidArgument,
+                    format!("limit must be from 1 to {MAX_RESULTS}, got {n}"),
+                ));
+            }
+        };
+        // The memory files by default (each may be absent or unreachable); a named path must
+        // be there and readable, and its refusal is the answer.
+        let (targets, named) = match &args.path {
+            Some(p) => (vec![p.clone()], true),
+            None => (vec![self.full("MEMORY.md"), self.full("memory")], false),
+        };
+        let mut scan = Scan::default();
+        for target in &targets {
+            match self.scan(vfs, target, &terms, &mut scan).await {
+                Ok(()) => {}
+                Err(e) if named => return Err(e),
+                Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
+                Err(_) => {}
+            }
+        }
+        let Scan {
+            mut hits,
+            files,
+            skipped,
+            truncated,
+        } = scan;
+        let total = hits.len();
+        hits.sort_by(|a, b| {
+            b.score
+                .cmp(&a.score)
+                .then_with(|| b.path.cmp(&a.path))
+                .then_with(|| a.line.cmp(&b.line))
+        });
+        hits.truncate(limit);
+        let mut text = format!(
+            "{total} matching line{} for {:?} in {files} file{} searched",
+            if total == 1 { "" } else { "s" },
+            args.query,
+            if files == 1 { "" } else { "s" },
+        );
+        if total > hits.len() {
+            let _ = write!(text, "; the best {} shown", hits.len());
+        }
+        text.push('\n');
+        for hit in &hits {
+            let _ = writeln!(text, "{}:{}: {}", hit.path, hit.line, hit.snippet);
+        }
+        for (path, why) in &skipped {
+            let _ = writeln!(text, "[SKIPPED: {path}: {why}]");
+        }
+        if truncated {
+            text.push_str("[The search stopped at a limit: search a narrower path.]\n");
+        }
+        Ok(ToolOutput {
+            text,
+            structured: json!({
+                "query": args.query,
+                "total": total,
+                "filesSearched": files,
+                "matches": hits.iter().map(|h| json!({
+                    "path": h.path, "line": h.line, "score": h.score, "snippet": h.snippet,
+                })).collect::<Vec<_>>(),
+                "skipped": skipped.iter().map(|(path, why)| json!({"path": path, "reason": why})).collect::<Vec<_>>(),
+                "truncated": truncated,
+            }),
+        })
+    }
+
+    /// Adds the matching lines of `target` (a file, or every file below a directory) to `scan`.
+    async fn scan(
+        &self,
+        vfs: &Vfs,
+        target: &str,
+        terms: &[String],
+        scan: &mut Scan,
+    ) -> Result<(), VfsError> {
+        let files = match vfs.read_whole(target).await {
+            Ok(file) => {
+                scan.add(file.path.as_str(), &file.bytes, terms);
+                return Ok(());
+            }
+            Err(e) if e.code == VfsErrorCode::IsDirectory => {
+                let found = vfs
+                    .glob(GlobArgs {
+                        pattern: "**".to_owned(),
+                        path: Some(target.to_owned()),
+                    })
+                    .await?;
+                scan.truncated |= found.truncated;
+                found.matches
+            }
+            Err(e) => return Err(e),
+        };
+        for path in files {
+            match vfs.read_whole(path.as_str()).await {
+                Ok(file) => scan.add(path.as_str(), &file.bytes, terms),
+                Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
+                Err(e) => scan.skipped.push((path.to_string(), e.message)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a search found so far.
+#[derive(Debug, Default)]
+struct Scan {
+    hits: Vec<Hit>,
+    files: usize,
+    skipped: Vec<(String, String)>,
+    truncated: bool,
+}
+
+impl Scan {
+    fn add(&mut self, path: &str, bytes: &[u8], terms: &[String]) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            self.skipped
+                .push((path.to_owned(), "not UTF-8 text".to_owned()));
+            return;
+        };
+        self.files += 1;
+        for (i, line) in text.lines().enumerate() {
+            if let Some(score) = score(line, terms) {
+                self.hits.push(Hit {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    score,
+                    snippet: snippet(line),
+                });
+            }
+        }
+    }
+}
+
+/// One matching line.
+#[derive(Debug)]
+struct Hit {
+    path: String,
+    line: usize,
+    score: u32,
+    snippet: String,
+}
+
+/// The query's words: lowercase runs of letters and digits, each once.
+fn terms(query: &str) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| seen.insert(w.clone()))
+        .collect()
+}
+
+/// How well `line` matches: 100 per distinct word present, plus one per further occurrence
+/// (at most 99); `None` when no word is present.
+fn score(line: &str, terms: &[String]) -> Option<u32> {
+    let lower = line.to_lowercase();
+    let mut distinct = 0u32;
+    let mut occurrences = 0u32;
+    for term in terms {
+        let n = u32::try_from(lower.matches(term.as_str()).count()).unwrap_or(u32::MAX);
+        if n > 0 {
+            distinct += 1;
+            occurrences = occurrences.saturating_add(n - 1);
+        }
+    }
+    (distinct > 0).then(|| distinct * 100 + occurrences.min(99))
+}
+
+/// The line as a result shows it: trimmed, cut at [`SNIPPET_CHARS`] characters.
+fn snippet(line: &str) -> String {
+    let line = line.trim();
+    match line.char_indices().nth(SNIPPET_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+/// A session id: one path component of at most 128 bytes.
+fn session_id_ok(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+fn unknown(name: &str) -> VfsError {
+    VfsError::new(
+        VfsErrorCode::InvalidArgument,
+        format!("{name} is not offered here"),
+    )
+}
+
+fn parse<T: serde::de::DeserializeOwned>(name: &str, args: Value) -> Result<T, VfsError> {
+    let args = if args.is_null() { json!({}) } else { args };
+    serde_json::from_value(args)
+        .map_err(|e| VfsError::new(VfsErrorCode::InvalidArgument, format!("{name}: {e}")))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendArgs {
+    text: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    limit: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordArgs {
+    session_id: String,
+    #[serde(default)]
+    summary: Option<String>,
+}
+
+/// A tool's behaviour hints.
+#[derive(Debug, Clone, Copy)]
+struct Hints {
+    read_only: bool,
+    idempotent: bool,
+}
+
+impl Hints {
+    fn append() -> Self {
+        Self {
+            read_only: false,
+            idempotent: false,
+        }
+    }
+    fn read() -> Self {
+        Self {
+            read_only: true,
+            idempotent: true,
+        }
+    }
+    fn record() -> Self {
+        Self {
+            read_only: false,
+            idempotent: true,
+        }
+    }
+}
+
+fn tool(name: &str, title: &str, description: String, schema: Value, hints: Hints) -> Tool {
+    let schema: JsonObject = match schema {
+        Value::Object(map) => map,
+        _ => unreachable!("the schemas above are objects"),
+    };
+    Tool::new(name.to_owned(), description, Arc::new(schema))
+        .with_title(title.to_owned())
+        .with_annotations(ToolAnnotations::from_raw(
+            Some(title.to_owned()),
+            Some(hints.read_only),
+            Some(false),
+            Some(hints.idempotent),
+            Some(false),
+        ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_with_more_of_the_words_rank_higher() {
+        let t = terms("Deploy FRIDAY deploy");
+        assert_eq!(t, ["deploy", "friday"]);
+        let both = score("No deploys on Friday", &t).unwrap();
+        let one = score("deploy deploy deploy", &t).unwrap();
+        assert!(both > one, "{both} > {one}");
+        assert_eq!(score("nothing here", &t), None);
+        assert!(terms("--- ...").is_empty());
+    }
+
+    #[test]
+    fn a_snippet_is_cut_on_a_character_boundary() {
+        let long = "é".repeat(SNIPPET_CHARS + 10);
+        let s = snippet(&long);
+        assert_eq!(s.chars().count(), SNIPPET_CHARS + 1);
+        assert!(s.ends_with('…'));
+        assert_eq!(snippet("  short  "), "short");
+    }
+
+    #[test]
+    fn session_ids_are_one_path_component() {
+        assert!(session_id_ok("2026-11-26.a_1"));
+        for bad in ["", ".hidden", "a/b", "a b", &"x".repeat(129)] {
+            assert!(!session_id_ok(bad), "{bad:?}");
+        }
+    }
+}

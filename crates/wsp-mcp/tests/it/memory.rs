@@ -1,0 +1,338 @@
+//! The agent's write-back loop: `memory_append`, `memory_search` and `session_record`, offered
+//! where the mount table's scopes allow them, through the same checks as the file tools.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use wsp_mcp::{MEMORY_APPEND, MEMORY_SEARCH, McpServer, SESSION_RECORD};
+use wsp_store::MemoryStore;
+use wsp_vfs::{MountTable, Vfs};
+
+use crate::mcp::{Client, call, connect, text};
+
+/// Seed 003's layout: the workspace read-only on disk, `memory/` and the agent's sessions
+/// writable (MEMORY_MOUNT and SESSIONS_MOUNT are replaced per test).
+const TABLE: &str = r#"
+[[workspace]]
+path = "/workspace"
+scope = "ro"
+mount = { physical = "DIR" }
+
+[[workspace]]
+path = "/workspace/memory"
+scope = "MEMORY_SCOPE"
+mount = MEMORY_MOUNT
+
+[[workspace]]
+path = "/workspace/agents/reviewer/sessions"
+scope = "rw"
+mount = { virtual = "sessions" }
+"#;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    store: Arc<MemoryStore>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, content: &str| {
+            let p = dir.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, content).unwrap();
+        };
+        write("AGENTS.md", "# Reviewer\n");
+        write(
+            "MEMORY.md",
+            "- The team deploys on Tuesdays.\n- Friday deploys are off.\n- Coffee is at ten.\n",
+        );
+        write(
+            "knowledge/KNOWLEDGE.md",
+            "Deploy checklist: run the tests.\n",
+        );
+        std::fs::create_dir_all(dir.path().join("memory-disk")).unwrap();
+        Self {
+            dir,
+            store: Arc::new(MemoryStore::default()),
+        }
+    }
+
+    fn server(&self, memory_scope: &str, memory_mount: &str) -> McpServer {
+        let toml = TABLE
+            .replace("MEMORY_SCOPE", memory_scope)
+            .replace("MEMORY_MOUNT", memory_mount)
+            .replace("DIR", &self.dir.path().display().to_string());
+        let vfs = Vfs::builder(MountTable::from_toml_str(&toml).unwrap())
+            .virtual_store(self.store.clone())
+            .build()
+            .unwrap();
+        McpServer::files(vfs)
+            .with_session_agent("reviewer")
+            .with_context_root("/workspace")
+            .unwrap()
+    }
+
+    fn virtual_memory(&self) -> McpServer {
+        self.server("rw", r#"{ virtual = "memory" }"#)
+    }
+}
+
+fn today_log() -> String {
+    format!(
+        "/workspace/memory/{}.md",
+        chrono::Utc::now().date_naive().format("%Y-%m-%d")
+    )
+}
+
+async fn ok(client: &Client, name: &str, args: Value) -> (String, Value) {
+    let result = call(client, name, args).await;
+    assert_ne!(result.is_error, Some(true), "{name}: {}", text(&result));
+    (text(&result), result.structured_content.unwrap_or_default())
+}
+
+/// Each memory tool is offered only where the scopes give it what it needs: append and record
+/// read and write (read-write), search reads. No context root, no memory tools.
+#[tokio::test]
+async fn the_memory_tools_follow_the_scopes() {
+    let f = Fixture::new();
+    let names = |server: &McpServer| server.tool_names();
+    let rw = names(&f.virtual_memory());
+    for tool in [MEMORY_APPEND, MEMORY_SEARCH, SESSION_RECORD] {
+        assert!(rw.iter().any(|n| n == tool), "{tool} in {rw:?}");
+    }
+    // memory/ read-only: search only (the session index is still writable).
+    let ro = names(&f.server("ro", r#"{ virtual = "memory" }"#));
+    assert!(!ro.iter().any(|n| n == MEMORY_APPEND), "{ro:?}");
+    assert!(ro.iter().any(|n| n == MEMORY_SEARCH));
+    // memory/ write-only: an append reads first, so it is not offered; MEMORY.md is still
+    // readable, so search is.
+    let wo = names(&f.server("wo", r#"{ virtual = "memory" }"#));
+    assert!(!wo.iter().any(|n| n == MEMORY_APPEND), "{wo:?}");
+    assert!(wo.iter().any(|n| n == MEMORY_SEARCH));
+    // An agent id that is not one path component keeps no session index.
+    let toml = TABLE
+        .replace("MEMORY_SCOPE", "rw")
+        .replace("MEMORY_MOUNT", r#"{ virtual = "memory" }"#)
+        .replace("DIR", &f.dir.path().display().to_string());
+    let vfs = || {
+        Vfs::builder(MountTable::from_toml_str(&toml).unwrap())
+            .virtual_store(f.store.clone())
+            .build()
+            .unwrap()
+    };
+    let odd = McpServer::files(vfs())
+        .with_context_root("/workspace")
+        .unwrap()
+        .with_session_agent("../reviewer");
+    assert!(!names(&odd).iter().any(|n| n == SESSION_RECORD));
+    let other_agent = McpServer::files(vfs())
+        .with_context_root("/workspace")
+        .unwrap()
+        .with_session_agent("writer");
+    assert!(!names(&other_agent).iter().any(|n| n == SESSION_RECORD));
+    let plain = names(&McpServer::files(vfs()));
+    for tool in [MEMORY_APPEND, MEMORY_SEARCH, SESSION_RECORD] {
+        assert!(!plain.iter().any(|n| n == tool), "{tool} in {plain:?}");
+    }
+}
+
+/// 8 sessions (on four threads) append 5 lines each at once, to a virtual and to a physical memory folder:
+/// today's log holds all 40, each once; a read_file of the log shows the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_sessions_never_lose_a_memory_line() {
+    let f = Fixture::new();
+    let disk = format!(
+        r#"{{ physical = "{}" }}"#,
+        f.dir.path().join("memory-disk").display()
+    );
+    for server in [f.virtual_memory(), f.server("rw", &disk)] {
+        let mut tasks = Vec::new();
+        for session in 0..8 {
+            let server = server.clone();
+            tasks.push(tokio::spawn(async move {
+                let client = connect(server).await;
+                for n in 0..5 {
+                    let line = format!("session {session} fact {n}");
+                    let (said, data) = ok(&client, MEMORY_APPEND, json!({"text": line})).await;
+                    assert!(said.starts_with("appended line "), "{said}");
+                    assert_eq!(data["path"], today_log());
+                }
+                client.cancel().await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let client = connect(server).await;
+        let read = call(
+            &client,
+            "read_file",
+            json!({"path": today_log(), "limit": 100}),
+        )
+        .await;
+        let shown = text(&read);
+        for session in 0..8 {
+            for n in 0..5 {
+                let line = format!("session {session} fact {n}");
+                assert_eq!(
+                    shown.matches(&format!("{line}\n")).count()
+                        + usize::from(shown.ends_with(&line)),
+                    1,
+                    "{line} once in:\n{shown}"
+                );
+            }
+        }
+        let lines = shown.lines().filter(|l| l.contains("session ")).count();
+        assert_eq!(lines, 40, "{shown}");
+    }
+}
+
+/// memory_append refuses what is not one line of text, and says how to fix it.
+#[tokio::test]
+async fn a_memory_line_is_one_line_of_text() {
+    let f = Fixture::new();
+    let client = connect(f.virtual_memory()).await;
+    for (args, code) in [
+        (json!({"text": "two\nlines"}), "invalid_argument"),
+        (json!({"text": "   "}), "invalid_argument"),
+        (json!({"text": "x".repeat(5000)}), "too_large"),
+        (json!({}), "invalid_argument"),
+        (json!({"text": "a", "path": "/etc"}), "invalid_argument"),
+    ] {
+        let result = call(&client, MEMORY_APPEND, args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{args}");
+        assert_eq!(
+            result.structured_content.as_ref().unwrap()["error"]["code"],
+            code,
+            "{args}: {}",
+            text(&result)
+        );
+    }
+    let read = call(&client, "read_file", json!({"path": today_log()})).await;
+    assert_eq!(read.is_error, Some(true), "nothing was written");
+}
+
+/// memory_search ranks lines holding more of the query's words first, finds what was just
+/// appended, searches a readable path the agent names, and refuses one it cannot read.
+#[tokio::test]
+async fn memory_search_ranks_lines_and_keeps_to_the_scopes() {
+    let f = Fixture::new();
+    let client = connect(f.virtual_memory()).await;
+    ok(
+        &client,
+        MEMORY_APPEND,
+        json!({"text": "Friday deploy of the billing service failed."}),
+    )
+    .await;
+    let (said, data) = ok(&client, MEMORY_SEARCH, json!({"query": "friday DEPLOY"})).await;
+    let matches = data["matches"].as_array().unwrap();
+    assert_eq!(data["total"], 3, "{said}");
+    // Both words on one line beat one word; of two lines with both, the newer log first.
+    assert_eq!(matches[0]["path"], today_log(), "{said}");
+    assert_eq!(matches[0]["line"], 1);
+    assert_eq!(matches[1]["path"], "/workspace/MEMORY.md");
+    assert_eq!(matches[1]["line"], 2);
+    assert_eq!(matches[2]["line"], 1, "deploys (one word) last");
+    assert!(
+        said.contains("/workspace/MEMORY.md:2: - Friday deploys are off."),
+        "{said}"
+    );
+    // Knowledge is not memory, unless the agent names it.
+    assert!(!said.contains("KNOWLEDGE"), "{said}");
+    let (said, _) = ok(
+        &client,
+        MEMORY_SEARCH,
+        json!({"query": "deploy", "path": "/workspace/knowledge"}),
+    )
+    .await;
+    assert!(
+        said.contains("/workspace/knowledge/KNOWLEDGE.md:1:"),
+        "{said}"
+    );
+    let (_, limited) = ok(
+        &client,
+        MEMORY_SEARCH,
+        json!({"query": "deploy", "limit": 1}),
+    )
+    .await;
+    assert_eq!(limited["matches"].as_array().unwrap().len(), 1);
+    assert_eq!(limited["total"], 3);
+    let (_, none) = ok(&client, MEMORY_SEARCH, json!({"query": "kubernetes"})).await;
+    assert_eq!(none["total"], 0);
+    for (args, code) in [
+        (
+            json!({"query": "deploy", "path": "/etc"}),
+            "permission_denied",
+        ),
+        (
+            json!({"query": "deploy", "path": "/workspace/nope"}),
+            "not_found",
+        ),
+        (json!({"query": "..."}), "invalid_argument"),
+        (json!({"query": "deploy", "limit": 0}), "invalid_argument"),
+    ] {
+        let result = call(&client, MEMORY_SEARCH, args.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{args}");
+        assert_eq!(
+            result.structured_content.as_ref().unwrap()["error"]["code"],
+            code,
+            "{args}: {}",
+            text(&result)
+        );
+    }
+}
+
+/// session_record adds a session, updates it in place (keeping its summary when none is
+/// given), and concurrent records of different sessions are all kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sessions_are_recorded_without_losing_any() {
+    let f = Fixture::new();
+    let server = f.virtual_memory();
+    let client = connect(server.clone()).await;
+    let (said, data) = ok(
+        &client,
+        SESSION_RECORD,
+        json!({"session_id": "s-1", "summary": "triaged three issues"}),
+    )
+    .await;
+    assert_eq!(data["added"], true, "{said}");
+    let index_path = "/workspace/agents/reviewer/sessions/sessions.json";
+    assert_eq!(data["path"], index_path);
+    let mut tasks = Vec::new();
+    for n in 0..6 {
+        let server = server.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = connect(server).await;
+            ok(
+                &client,
+                SESSION_RECORD,
+                json!({"session_id": format!("c-{n}")}),
+            )
+            .await;
+            client.cancel().await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (_, again) = ok(&client, SESSION_RECORD, json!({"session_id": "s-1"})).await;
+    assert_eq!(again["added"], false);
+    assert_eq!(again["sessions"], 7);
+    let read = call(
+        &client,
+        "read_file",
+        json!({"path": index_path, "limit": 500}),
+    )
+    .await;
+    let shown = text(&read);
+    assert!(
+        shown.contains("triaged three issues"),
+        "summary kept: {shown}"
+    );
+    for n in 0..6 {
+        assert!(shown.contains(&format!("\"c-{n}\"")), "c-{n} in {shown}");
+    }
+    let bad = call(&client, SESSION_RECORD, json!({"session_id": "../x"})).await;
+    assert_eq!(bad.is_error, Some(true));
+}

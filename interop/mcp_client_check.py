@@ -8,7 +8,11 @@ is a tool result with `isError` and the error code. Over HTTP the client sends t
 `wsp mcp --http` printed, and a client without it is refused (401). It also checks that virtual
 files survive a restart (they live in the data directory's SQLite file), the `items`
 profile's tool sets, and the prompt `run_start_context` (`--context-root`) on both transports:
-listed, rendered within its budget, its marked paths readable with `read_file`.
+listed, rendered within its budget, its marked paths readable with `read_file`. Over seed 003's
+layout (the workspace read-only, `memory/` and the session index writable) 8 concurrent
+sessions append 40 memory lines with `memory_append` and record themselves with
+`session_record`, none lost, and `memory_search` finds every line: once as 8 HTTP sessions of
+one server, once as 8 stdio servers sharing one data directory.
 
 Each check prints one line, `PASS <name>` or `FAIL <name>: <reason>`, and the run ends with the
 plain closing line `N passed, N failed`. The exit status is 1 when any check failed.
@@ -63,7 +67,7 @@ class Checks:
             await fn()
             self.record(name, True)
         except Exception as exc:  # a failed check is data, never a crash
-            self.record(name, False, f"{type(exc).__name__}: {exc}")
+            self.record(name, False, "; ".join(f"{type(e).__name__}: {e}" for e in leaves(exc)))
 
 
 def expect(cond, why):
@@ -370,7 +374,8 @@ async def main() -> int:
             text = got.messages[0].content.text
             expect(len(text) // 4 <= 500, f"{len(text)} characters for a budget of 500 tokens")
             expect("You review pull requests." in text, "AGENTS.md not in the block")
-            expect("read /workspace/MEMORY.md]" in text, "no truncation marker naming /workspace/MEMORY.md")
+            expect("read /workspace/MEMORY.md or use memory_search for older entries]" in text,
+                   "no truncation marker naming /workspace/MEMORY.md and memory_search")
             expect("- /workspace/knowledge/style.md" in text, "the knowledge listing lacks /workspace/knowledge/style.md")
             read = await call_ok(client, "read_file", {"path": "/workspace/MEMORY.md", "offset": 590})
             expect("fact 599" in read, f"read_file of the marked path: {read[:80]!r}")
@@ -395,6 +400,71 @@ async def main() -> int:
 
         await checks.run("stdio prompt run_start_context: listed, rendered within budget, paths readable", prompt_stdio)
         await checks.run("http prompt run_start_context: listed, rendered within budget, paths readable", prompt_http)
+
+        memory_table = root / "memory.toml"
+        memory_table.write_text(
+            f'[[workspace]]\npath = "/workspace"\nscope = "ro"\nmount = {{ physical = "{agent}" }}\n\n'
+            '[[workspace]]\npath = "/workspace/memory"\nscope = "rw"\nmount = { virtual = "memory" }\n\n'
+            '[[workspace]]\npath = "/workspace/agents/reviewer/sessions"\nscope = "rw"\n'
+            'mount = { virtual = "sessions" }\n'
+        )
+
+        async def memory_loop(targets, tag):
+            """8 sessions at once (one per target), each appending 5 lines and recording itself;
+            then every line is in the log once and found by memory_search."""
+
+            async def one_session(target, n):
+                async with connect(target) as client:
+                    names = [t.name for t in (await client.list_tools()).tools]
+                    for tool in ("memory_append", "memory_search", "session_record"):
+                        expect(tool in names, f"{tool} not in {names}")
+                    for i in range(5):
+                        said = await call_ok(client, "memory_append", {"text": f"{tag} session {n} note {i}"})
+                        expect(said.startswith("appended line "), f"memory_append: {said!r}")
+                    await call_ok(client, "session_record", {"session_id": f"{tag}-{n}", "summary": f"session {n}"})
+
+            async with anyio.create_task_group() as group:
+                for n, target in enumerate(targets):
+                    group.start_soon(one_session, target, n)
+            async with connect(targets[0]) as client:
+                found = await client.call_tool("memory_search", {"query": f"{tag} note", "limit": 50})
+                expect(not found.is_error, f"memory_search: {text_of(found)}")
+                data = found.structured_content or {}
+                expect(data.get("total") == 40, f"memory_search found {data.get('total')} lines, want 40")
+                lines = {m["snippet"] for m in data["matches"]}
+                want = {f"{tag} session {n} note {i}" for n in range(8) for i in range(5)}
+                expect(lines == want, f"missing {sorted(want - lines)[:3]}")
+                index = json.loads(
+                    "\n".join(
+                        line.split("\t", 1)[1] if "\t" in line else ""
+                        for line in (await call_ok(client, "read_file", {
+                            "path": "/workspace/agents/reviewer/sessions/sessions.json", "limit": 2000,
+                        })).splitlines()
+                        if line[:1].isdigit() or line.lstrip()[:1].isdigit()
+                    )
+                )
+                ids = {s["id"] for s in index["sessions"]}
+                expect({f"{tag}-{n}" for n in range(8)} <= ids, f"session index holds {sorted(ids)}")
+
+        async def memory_http():
+            data_dir = root / "memory-http"
+            http = HttpServer(wsp, ["--mounts", str(memory_table), "--data", str(data_dir),
+                                    "--context-root", "/workspace", "--agent", "reviewer"])
+            try:
+                await memory_loop([http] * 8, "http")
+            finally:
+                http.close()
+
+        async def memory_stdio():
+            data_dir = root / "memory-stdio"
+            args = ["--mounts", str(memory_table), "--data", str(data_dir),
+                    "--context-root", "/workspace", "--agent", "reviewer"]
+            await memory_loop([stdio_params(wsp, args) for _ in range(8)], "stdio")
+
+        await checks.run("http memory tools: 8 concurrent sessions append 40 lines, none lost, all found; sessions recorded",
+                         memory_http)
+        await checks.run("stdio memory tools: 8 servers on one data directory append 40 lines, none lost, all found; sessions recorded",
+                         memory_stdio)
 
     passed = sum(1 for r in checks.results if r["pass"])
     failed = len(checks.results) - passed

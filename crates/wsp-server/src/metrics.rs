@@ -394,7 +394,7 @@ impl WorkspaceStore for MeteredStore {
     forward_store!(|this| this.inner, |op, call| this.timed(op, call);
         limits, features, ready, list, get, put, delete, history, snapshot, snapshot_info, list_snapshots,
         release_snapshot, open_snapshots_before, count_open_snapshots, forget_released_snapshots,
-        snapshot_usage, snapshot_within, list_at, get_at, changes, subscribe);
+        snapshot_usage, snapshot_within, list_at, get_at, changes, subscribe, search);
 }
 
 /// Sets the gauges read from the server's state (open streams, open runs) and renders.

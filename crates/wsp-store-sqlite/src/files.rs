@@ -331,6 +331,7 @@ pub(crate) fn put(
             ))
         })
         .map_err(fail)?;
+    crate::search::index(tx, owner, path, &write).map_err(fail)?;
     if let Some(previous) = &state {
         // The rows the history window no longer covers: those of the live life below it, or,
         // when this write starts a new life, the tombstone (and all) of the previous one.
@@ -399,6 +400,7 @@ pub(crate) fn delete(
         exec(tx, PURGE_PATH, owner, path, &[]).map_err(fail)?;
         exec(tx, FORGET_PATH, owner, path, &[]).map_err(fail)?;
     }
+    crate::search::unindex(tx, owner, path).map_err(fail)?;
     let event = FeedEntry {
         seq,
         path,

@@ -87,6 +87,7 @@ mod idempotency;
 mod keys;
 mod readers;
 mod schema;
+mod search;
 mod side_file;
 mod snapshots;
 mod watch;
@@ -100,9 +101,9 @@ use rusqlite::Connection;
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, CommitObserver, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
-    Limits, Precondition, QuotaExceeded, SnapshotCursor, SnapshotId, SnapshotInfo, SnapshotLabel,
-    SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile,
-    WorkspaceStore, check_file_size,
+    Limits, Precondition, QuotaExceeded, SearchQuery, SearchResults, SnapshotCursor, SnapshotId,
+    SnapshotInfo, SnapshotLabel, SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures,
+    StoreFuture, StoredFile, WorkspaceStore, check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -645,6 +646,15 @@ impl WorkspaceStore for SqliteStore {
     ) -> StoreFuture<'a, Vec<FileMeta>> {
         let (owner, prefix) = (owner.clone(), prefix.clone());
         self.read(move |conn| files::list(conn, &owner, &prefix))
+    }
+
+    fn search<'a>(
+        &'a self,
+        owner: &'a Owner,
+        query: &'a SearchQuery,
+    ) -> StoreFuture<'a, SearchResults> {
+        let (owner, query) = (owner.clone(), query.clone());
+        self.read(move |conn| search::run(conn, &owner, &query))
     }
 
     fn get<'a>(

@@ -222,6 +222,37 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE versions_6 RENAME TO versions;
     CREATE UNIQUE INDEX versions_by_seq ON versions (tenant, workspace, path, seq);
     ",
+    // 7: full-text search (search.rs). `search_docs` gives each indexed path a stable id (its
+    // own INTEGER PRIMARY KEY, which no VACUUM renumbers); `search_text` is a contentless FTS5
+    // index, whose rowid is that id, of the owner's token (`o<hex tenant>x<hex workspace>`) and
+    // the first 200,000 characters of each live text file. Existing live text files are
+    // indexed here.
+    r"
+    CREATE TABLE search_docs (
+        id        INTEGER PRIMARY KEY,
+        tenant    TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        path      TEXT NOT NULL COLLATE BINARY,
+        UNIQUE (tenant, workspace, path)
+    ) STRICT;
+    CREATE VIRTUAL TABLE search_text USING fts5(
+        owner, content, content = '', contentless_delete = 1, tokenize = 'unicode61'
+    );
+
+    INSERT INTO search_docs (tenant, workspace, path)
+    SELECT f.tenant, f.workspace, f.path
+    FROM files AS f
+    JOIN versions AS v ON v.tenant = f.tenant AND v.workspace = f.workspace
+        AND v.path = f.path AND v.life = f.life AND v.version = f.version
+    WHERE f.live = 1 AND v.base64 = 0;
+
+    INSERT INTO search_text (rowid, owner, content)
+    SELECT d.id, 'o' || hex(d.tenant) || 'x' || hex(d.workspace), substr(v.content, 1, 200000)
+    FROM search_docs AS d
+    JOIN files AS f ON f.tenant = d.tenant AND f.workspace = d.workspace AND f.path = d.path
+    JOIN versions AS v ON v.tenant = f.tenant AND v.workspace = f.workspace
+        AND v.path = f.path AND v.life = f.life AND v.version = f.version;
+    ",
 ];
 
 /// Opens (creating if needed) the read-write connection, checks that the file is a wsp database

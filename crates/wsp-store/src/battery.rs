@@ -59,6 +59,7 @@ macro_rules! battery_tests {
             max_files_counts_live_files,
             owners_are_isolated,
             list_prefix_and_byte_order,
+            search_finds_the_live_text_of_its_owner_only,
             racing_conditional_writers_have_one_winner_per_version,
             racing_creators_have_one_winner,
             concurrent_readers_see_whole_versions,
@@ -631,6 +632,143 @@ where
     assert_eq!(fb.meta.version, 1);
     assert_eq!(s.get(&a, &p, None).await.unwrap(), fa);
     assert_eq!(s.get(&b, &p, None).await.unwrap().content, "B's own");
+}
+
+/// Search finds the lines of the owner's live text files that hold the query's words, best
+/// first, and follows every change: a replaced file is found by its new text only, a deleted
+/// one not at all, a re-created one again; another owner's text (same tenant or not, same
+/// path) never; binary files never; the prefix and the limit hold.
+pub async fn search_finds_the_live_text_of_its_owner_only<S, F, Fut>(make: &F)
+where
+    S: WorkspaceStore,
+    F: Fn(Limits) -> Fut,
+    Fut: Future<Output = S>,
+{
+    use crate::search::SearchQuery;
+    use wsp_types::MediaType;
+
+    let s = make(Limits::default()).await;
+    let (a, b) = (owner("a"), owner("b"));
+    let same_tenant = Owner::parse("a", "w2").unwrap();
+    let found = |o: &Owner, q: &str, prefix: &str, limit: usize| {
+        let query = SearchQuery::new(q, WorkspacePrefix::parse(prefix).unwrap(), limit).unwrap();
+        let (s, o) = (&s, o.clone());
+        async move {
+            let results = s.search(&o, &query).await.unwrap();
+            let lines: Vec<(String, u64, String)> = results
+                .hits
+                .iter()
+                .map(|h| (h.path.to_string(), h.line, h.snippet.clone()))
+                .collect();
+            (lines, results.total)
+        }
+    };
+    put(
+        &s,
+        &a,
+        "MEMORY.md",
+        "# Memory\n- Friday deploys are off.\n- Coffee at ten.\n",
+    )
+    .await;
+    put(
+        &s,
+        &a,
+        "memory/2026-01-02.md",
+        "The friday DEPLOY of billing failed\n",
+    )
+    .await;
+    put(
+        &s,
+        &a,
+        "knowledge/deploy.md",
+        "How to deploy: run the tests first.\n",
+    )
+    .await;
+    put(&s, &b, "MEMORY.md", "- Friday deploys are B's secret.\n").await;
+    put(&s, &same_tenant, "MEMORY.md", "- friday deploy in w2\n").await;
+    let png = MediaType::from_static("image/png");
+    s.put(
+        &a,
+        &path("memory/friday.png"),
+        FileWrite::bytes(b"friday deploy \xff\xfe", png),
+        Precondition::None,
+    )
+    .await
+    .unwrap();
+
+    let (lines, total) = found(&a, "friday deploy", "", 10).await;
+    assert_eq!(total, 3, "{lines:?}");
+    // Both words beat one; of two lines with both, the later path first.
+    assert_eq!(
+        lines,
+        vec![
+            (
+                "memory/2026-01-02.md".into(),
+                1,
+                "The friday DEPLOY of billing failed".into()
+            ),
+            ("MEMORY.md".into(), 2, "- Friday deploys are off.".into()),
+            (
+                "knowledge/deploy.md".into(),
+                1,
+                "How to deploy: run the tests first.".into()
+            ),
+        ]
+    );
+    let (lines, total) = found(&a, "friday deploy", "memory/", 10).await;
+    assert_eq!((lines.len(), total), (1, 1), "prefix: {lines:?}");
+    let (lines, total) = found(&a, "friday deploy", "", 1).await;
+    assert_eq!((lines.len(), total), (1, 3), "limit: {lines:?}");
+    assert_eq!(found(&a, "kubernetes", "", 10).await.1, 0);
+
+    // A replaced file is found by its new text only.
+    put(
+        &s,
+        &a,
+        "MEMORY.md",
+        "# Memory\n- Coffee at ten.\n- Espresso after lunch.\n",
+    )
+    .await;
+    let (lines, _) = found(&a, "friday", "", 10).await;
+    assert!(
+        lines.iter().all(|(p, _, _)| p != "MEMORY.md"),
+        "old text found: {lines:?}"
+    );
+    assert_eq!(
+        found(&a, "espresso", "", 10).await.0,
+        vec![("MEMORY.md".into(), 3, "- Espresso after lunch.".into())],
+        "the new text is searched"
+    );
+    // Deleted: gone; re-created: found again, by its new text.
+    s.delete(&a, &path("memory/2026-01-02.md"), Precondition::None)
+        .await
+        .unwrap();
+    assert_eq!(
+        found(&a, "billing", "", 10).await.1,
+        0,
+        "a deleted file is found"
+    );
+    put(&s, &a, "memory/2026-01-02.md", "Billing is back, friday.\n").await;
+    let (lines, total) = found(&a, "billing", "", 10).await;
+    assert_eq!(total, 1);
+    assert_eq!(lines[0].2, "Billing is back, friday.");
+
+    // Each owner sees only its own text, whatever the words.
+    let (lines, _) = found(&b, "friday deploy secret w2 billing coffee", "", 10).await;
+    assert_eq!(
+        lines,
+        vec![(
+            "MEMORY.md".into(),
+            1,
+            "- Friday deploys are B's secret.".into()
+        )]
+    );
+    let (lines, _) = found(&same_tenant, "friday secret billing", "", 10).await;
+    assert_eq!(
+        lines,
+        vec![("MEMORY.md".into(), 1, "- friday deploy in w2".into())]
+    );
+    assert_eq!(found(&owner("nobody"), "friday", "", 10).await.1, 0);
 }
 
 /// `prefix` is a plain string prefix and the list is sorted in byte order.

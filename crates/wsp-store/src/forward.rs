@@ -285,6 +285,18 @@ macro_rules! forward_store {
             $wrap
         }
     };
+    (@ search, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
+        fn search<'a>(
+            &'a self,
+            owner: &'a $crate::__private::Owner,
+            query: &'a $crate::SearchQuery,
+        ) -> $crate::StoreFuture<'a, $crate::SearchResults> {
+            let $this = self;
+            let $op = "search";
+            let $call = $to.search(owner, query);
+            $wrap
+        }
+    };
     (@ subscribe, $this:ident, $to:expr, $op:ident, $call:ident, $wrap:expr) => {
         fn subscribe(&self) -> Option<$crate::__private::Receiver<$crate::ChangeNotice>> {
             let $this = self;

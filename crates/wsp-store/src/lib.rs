@@ -19,6 +19,7 @@ mod memory;
 pub mod migrations;
 mod redact;
 mod redacting;
+pub mod search;
 pub mod shared;
 mod snapshot;
 mod snapshot_quota;
@@ -37,6 +38,7 @@ pub use idempotency::{IdempotencyRecords, MemoryIdempotency};
 pub use memory::MemoryStore;
 pub use redact::{MIN_SECRET_LEN, Redactor, Secret, SecretError};
 pub use redacting::{RedactingStore, SecretSource, TenantSecrets, refuse_secret};
+pub use search::{SearchHit, SearchQuery, SearchQueryError, SearchResults};
 pub use snapshot::{RunMeta, SnapshotId, SnapshotLabel};
 pub use snapshot_quota::{QuotaExceeded, SnapshotQuota, SnapshotUsage};
 
@@ -648,6 +650,44 @@ pub trait WorkspaceStore: Send + Sync + 'static {
     ) -> StoreFuture<'a, ChangePage> {
         let _ = (owner, after, limit);
         Box::pin(async { Err(StoreError::Unsupported("the change feed")) })
+    }
+
+    /// Full-text search of the owner's live text files under the query's prefix: the lines
+    /// holding the query's words, best first ([`search`] has the scoring every backend shares).
+    /// Binary files are never searched. SQLite and PostgreSQL keep an index in the write
+    /// transaction and read lines from the best [`search::MAX_CANDIDATE_FILES`] files; the
+    /// default scans every live text file (list, then get each), which is what the memory
+    /// store does.
+    fn search<'a>(
+        &'a self,
+        owner: &'a Owner,
+        query: &'a SearchQuery,
+    ) -> StoreFuture<'a, SearchResults> {
+        Box::pin(async move {
+            let mut hits = Vec::new();
+            let mut files = 0u64;
+            for meta in self.list(owner, query.prefix()).await? {
+                if meta.encoding.is_binary() {
+                    continue;
+                }
+                let file = match self.get(owner, &meta.path, None).await {
+                    Ok(file) => file,
+                    // Deleted since the listing.
+                    Err(StoreError::NotFound) => continue,
+                    Err(e) => return Err(e),
+                };
+                if file.meta.encoding.is_binary() {
+                    continue;
+                }
+                files += 1;
+                hits.extend(search::scan_lines(
+                    &file.meta.path,
+                    &file.content,
+                    query.terms(),
+                ));
+            }
+            Ok(search::rank(hits, query.limit(), files, false))
+        })
     }
 
     /// Notices of committed changes, for every owner (filter by [`ChangeNotice::owner`]).

@@ -221,7 +221,7 @@ impl<S: WorkspaceStore + ?Sized> WorkspaceStore for RedactingStore<S> {
     crate::forward_store!(|this| this.inner;
         limits, features, ready, list, get, delete, history, snapshot_usage, snapshot_info, list_snapshots,
         open_snapshots_before, count_open_snapshots, forget_released_snapshots, list_at, get_at,
-        changes, subscribe);
+        changes, subscribe, search);
 
     fn put<'a>(
         &'a self,

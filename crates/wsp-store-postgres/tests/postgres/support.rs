@@ -112,7 +112,7 @@ macro_rules! delegate_store {
                 limits, features, list, get, put, delete, history, snapshot, snapshot_usage,
                 snapshot_within, snapshot_info, list_snapshots, release_snapshot, open_snapshots_before,
                 count_open_snapshots, forget_released_snapshots, list_at, get_at, changes,
-                subscribe);
+                subscribe, search);
         }
     };
 }

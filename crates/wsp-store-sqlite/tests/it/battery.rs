@@ -26,7 +26,7 @@ impl WorkspaceStore for TempStore {
     wsp_store::forward_store!(|this| this.store;
         limits, features, list, get, put, delete, history, snapshot, snapshot_usage,
         snapshot_within, snapshot_info, list_snapshots, release_snapshot, open_snapshots_before,
-        count_open_snapshots, forget_released_snapshots, list_at, get_at, changes, subscribe);
+        count_open_snapshots, forget_released_snapshots, list_at, get_at, changes, subscribe, search);
 }
 
 wsp_store::battery_tests!(|limits| async move { TempStore::new(limits) });

@@ -20,8 +20,11 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
+use wsp_store::search::{self, MAX_CANDIDATE_FILES};
 use wsp_store::write::{self, Current, PutDecision, StoredColumns, prefix_end, stored_life};
-use wsp_store::{Deleted, FileMeta, FileWrite, Limits, Precondition, StoreError};
+use wsp_store::{
+    Deleted, FileMeta, FileWrite, Limits, Precondition, SearchQuery, SearchResults, StoreError,
+};
 use wsp_types::{MediaType, Owner, WorkspacePath, WorkspacePrefix};
 
 use crate::failure::Failure;
@@ -109,7 +112,9 @@ pub(crate) const SEEN_BY_A_SNAPSHOT: &str = "
 ///
 /// `$4` life, `$5` version, `$6` seq, `$7` 1 when the write creates a live file, `$8` the
 /// highest version of the life that history no longer keeps, `$9..$12` the version's type,
-/// author, size and content, `$13` the feed retention, `$14` whether the content is base64. Pruning cannot see the new row (same
+/// author, size and content, `$13` the feed retention, `$14` whether the content is base64,
+/// `$15` the text the search index covers, as an array of one (empty for bytes, which drops
+/// the path's entry). Pruning cannot see the new row (same
 /// statement), which it keeps anyway: it is the newest, and no open snapshot is pinned at or
 /// after its sequence number (snapshots lock the owner row that this transaction holds).
 const APPLY_WRITE: &str = "
@@ -139,6 +144,14 @@ const APPLY_WRITE: &str = "
     ), trimmed AS (
         DELETE FROM {s}.wsp_changes
         WHERE tenant = $1 AND workspace = $2 AND seq <= $6 - $13::bigint
+    ), indexed AS (
+        INSERT INTO {s}.wsp_search (tenant, workspace, path, doc)
+        SELECT $1, $2, $3, to_tsvector('simple', {owner_token}) || to_tsvector('simple', body)
+        FROM unnest($15::text[]) AS body
+        ON CONFLICT (tenant, workspace, path) DO UPDATE SET doc = excluded.doc
+    ), unindexed AS (
+        DELETE FROM {s}.wsp_search
+        WHERE tenant = $1 AND workspace = $2 AND path = $3 AND cardinality($15::text[]) = 0
     ), told AS (
         SELECT {notify_6} AS told
     )
@@ -180,12 +193,130 @@ const APPLY_DELETE: &str = "
     ), trimmed AS (
         DELETE FROM {s}.wsp_changes
         WHERE tenant = $1 AND workspace = $2 AND seq <= $5 - $7::bigint
+    ), unindexed AS (
+        DELETE FROM {s}.wsp_search WHERE tenant = $1 AND workspace = $2 AND path = $3
     ), told AS (
         SELECT {notify_5} AS told
     )
     UPDATE {s}.wsp_owners SET live_files = live_files - 1
     FROM told
     WHERE tenant = $1 AND workspace = $2";
+
+/// The owner's one token in the search index, from `$1` (tenant) and `$2` (workspace): `o`,
+/// the tenant's UTF-8 bytes in hex, `x`, the workspace's (what [`owner_token`] writes).
+const OWNER_TOKEN: &str = "'o' || encode(convert_to($1::text, 'UTF8'), 'hex') || 'x' \
+    || encode(convert_to($2::text, 'UTF8'), 'hex')";
+
+/// The owner's best-ranked live text files matching `$3` (a text search query naming the
+/// owner's token) under a prefix (`$4` up to, not including, `$5`), with their text: at
+/// most `$6`.
+const SEARCH_RANGE: &str = "
+    SELECT x.path, v.content
+    FROM {s}.wsp_search AS x
+    JOIN {s}.wsp_files AS f ON f.tenant = x.tenant AND f.workspace = x.workspace
+        AND f.path = x.path
+    JOIN {s}.wsp_versions AS v ON v.tenant = f.tenant AND v.workspace = f.workspace
+        AND v.path = f.path AND v.life = f.life AND v.version = f.version,
+        to_tsquery('simple', $3) AS q
+    WHERE x.tenant = $1 AND x.workspace = $2 AND x.doc @@ q
+      AND x.path >= $4 AND x.path < $5 AND f.live AND NOT v.base64
+    ORDER BY ts_rank(x.doc, q) DESC, x.path
+    LIMIT $6";
+
+/// [`SEARCH_RANGE`] for a prefix with no end (`$4` and above), at most `$5`.
+const SEARCH_FROM: &str = "
+    SELECT x.path, v.content
+    FROM {s}.wsp_search AS x
+    JOIN {s}.wsp_files AS f ON f.tenant = x.tenant AND f.workspace = x.workspace
+        AND f.path = x.path
+    JOIN {s}.wsp_versions AS v ON v.tenant = f.tenant AND v.workspace = f.workspace
+        AND v.path = f.path AND v.life = f.life AND v.version = f.version,
+        to_tsquery('simple', $3) AS q
+    WHERE x.tenant = $1 AND x.workspace = $2 AND x.doc @@ q
+      AND x.path >= $4 AND f.live AND NOT v.base64
+    ORDER BY ts_rank(x.doc, q) DESC, x.path
+    LIMIT $5";
+
+/// The owner's token as [`OWNER_TOKEN`] writes it.
+fn owner_token(owner: &Owner) -> String {
+    use std::fmt::Write as _;
+    let mut token = String::from("o");
+    for b in owner.tenant.as_str().bytes() {
+        let _ = write!(token, "{b:02x}");
+    }
+    token.push('x');
+    for b in owner.workspace.as_str().bytes() {
+        let _ = write!(token, "{b:02x}");
+    }
+    token
+}
+
+/// The text search query: the owner's token and any of the words, each a prefix (`deploy:*`).
+fn search_query(owner: &Owner, query: &SearchQuery) -> String {
+    // Words are letters and digits only: none is an operator of the query syntax.
+    let words: Vec<String> = query.terms().iter().map(|t| format!("{t}:*")).collect();
+    format!("{} & ({})", owner_token(owner), words.join(" | "))
+}
+
+/// What the index covers of a write: the text's first characters (NULs as spaces: a text
+/// search value holds none, and they separate words anyway), or nothing for bytes.
+fn indexed_text(write: &FileWrite) -> Vec<std::borrow::Cow<'_, str>> {
+    if write.encoding.is_binary() {
+        return Vec::new();
+    }
+    let text = search::indexed_part(&write.content);
+    vec![if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', " "))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }]
+}
+
+/// Searches the owner's live text files through the index.
+pub(crate) async fn search(
+    client: &Client,
+    sql: &FileSql,
+    owner: &Owner,
+    query: &SearchQuery,
+) -> Result<SearchResults, Failure> {
+    let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
+    let text_query = search_query(owner, query);
+    let start = query.prefix().as_str();
+    let cap = (MAX_CANDIDATE_FILES + 1) as i64;
+    let rows = match prefix_end(start) {
+        Some(end) => {
+            let stmt = client.prepare_cached(&sql.search_range).await?;
+            client
+                .query(
+                    &stmt,
+                    &[&tenant, &workspace, &text_query, &start, &end, &cap],
+                )
+                .await?
+        }
+        None => {
+            let stmt = client.prepare_cached(&sql.search_from).await?;
+            client
+                .query(&stmt, &[&tenant, &workspace, &text_query, &start, &cap])
+                .await?
+        }
+    };
+    let truncated = rows.len() > MAX_CANDIDATE_FILES;
+    let mut hits = Vec::new();
+    let mut files = 0u64;
+    for row in rows.iter().take(MAX_CANDIDATE_FILES) {
+        let raw: &str = row.try_get(0)?;
+        let path = WorkspacePath::parse(raw).map_err(|_| {
+            StoreError::internal("postgres search: a stored path is not a valid workspace path")
+        })?;
+        let bytes: &[u8] = row.try_get(1)?;
+        let text = std::str::from_utf8(bytes).map_err(|_| {
+            StoreError::internal("postgres search: a stored text file is not UTF-8")
+        })?;
+        files += 1;
+        hits.extend(search::scan_lines(&path, text, query.terms()));
+    }
+    Ok(search::rank(hits, query.limit(), files, truncated))
+}
 
 /// The file statements with the schema name filled in, built once per store.
 #[derive(Debug)]
@@ -200,6 +331,8 @@ pub(crate) struct FileSql {
     lock_path: String,
     apply_write: String,
     apply_delete: String,
+    search_range: String,
+    search_from: String,
 }
 
 impl FileSql {
@@ -210,7 +343,8 @@ impl FileSql {
                 &template
                     .replace("{seen}", SEEN_BY_A_SNAPSHOT)
                     .replace("{notify_5}", &notify_expression(schema, replica, "$5"))
-                    .replace("{notify_6}", &notify_expression(schema, replica, "$6")),
+                    .replace("{notify_6}", &notify_expression(schema, replica, "$6"))
+                    .replace("{owner_token}", OWNER_TOKEN),
             )
         };
         Self {
@@ -224,12 +358,14 @@ impl FileSql {
             lock_path: schema.render(LOCK_PATH),
             apply_write: apply(APPLY_WRITE),
             apply_delete: apply(APPLY_DELETE),
+            search_range: schema.render(SEARCH_RANGE),
+            search_from: schema.render(SEARCH_FROM),
         }
     }
 
     /// Every statement, for tests that check them against a live database.
     #[cfg(test)]
-    pub(crate) fn all(&self) -> [&str; 10] {
+    pub(crate) fn all(&self) -> [&str; 12] {
         [
             &self.get_live,
             &self.get_version,
@@ -241,6 +377,8 @@ impl FileSql {
             &self.lock_path,
             &self.apply_write,
             &self.apply_delete,
+            &self.search_range,
+            &self.search_from,
         ]
     }
 }
@@ -450,6 +588,7 @@ pub(crate) async fn put(
                 &write.content.as_bytes(),
                 &retention.feed,
                 &write.encoding.is_binary(),
+                &indexed_text(write),
             ],
         )
         .await?;

@@ -106,9 +106,9 @@ use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, R
 use tokio::sync::broadcast;
 use wsp_store::{
     ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, QuotaExceeded, SnapshotCursor, SnapshotId, SnapshotInfo, SnapshotLabel,
-    SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures, StoreFuture, StoredFile,
-    WorkspaceStore, check_file_size,
+    Precondition, QuotaExceeded, SearchQuery, SearchResults, SnapshotCursor, SnapshotId,
+    SnapshotInfo, SnapshotLabel, SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures,
+    StoreFuture, StoredFile, WorkspaceStore, check_file_size,
 };
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 
@@ -576,6 +576,19 @@ impl WorkspaceStore for PgStore {
         Box::pin(async move {
             retrying!(inner.db, Attempts::read("list"), |client| files::list(
                 &client, &inner.sql, owner, prefix
+            ))
+        })
+    }
+
+    fn search<'a>(
+        &'a self,
+        owner: &'a Owner,
+        query: &'a SearchQuery,
+    ) -> StoreFuture<'a, SearchResults> {
+        let inner = &self.inner;
+        Box::pin(async move {
+            retrying!(inner.db, Attempts::read("search"), |client| files::search(
+                &client, &inner.sql, owner, query
             ))
         })
     }

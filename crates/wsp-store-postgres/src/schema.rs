@@ -212,6 +212,37 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         ALTER TABLE {s}.wsp_files ADD COLUMN base64 boolean NOT NULL DEFAULT false;
         "#,
     },
+    // 9: full-text search (search.rs). One row per live text file: `doc` is the text search
+    // value (configuration `simple`) of the owner's token (`o<hex tenant>x<hex workspace>`)
+    // and of the first 200,000 characters of the text, kept in the write's statement. The
+    // GIN index answers the owner's token and the words together, so a search reads only the
+    // owner's entries. Existing live text files are indexed here, each up to its first NUL
+    // character (a text search value holds none; a write indexes such a file's whole text with
+    // the NULs as spaces).
+    Migration {
+        description: "full-text search",
+        sql: r#"
+        CREATE TABLE {s}.wsp_search (
+            tenant    text     COLLATE "C" NOT NULL,
+            workspace text     COLLATE "C" NOT NULL,
+            path      text     COLLATE "C" NOT NULL,
+            doc       tsvector NOT NULL,
+            PRIMARY KEY (tenant, workspace, path)
+        );
+        CREATE INDEX wsp_search_doc ON {s}.wsp_search USING gin (doc);
+        INSERT INTO {s}.wsp_search (tenant, workspace, path, doc)
+        SELECT f.tenant, f.workspace, f.path,
+               to_tsvector('simple', 'o' || encode(convert_to(f.tenant, 'UTF8'), 'hex') || 'x'
+                   || encode(convert_to(f.workspace, 'UTF8'), 'hex'))
+               || to_tsvector('simple', left(convert_from(substring(v.content FROM 1
+                   FOR position('\x00'::bytea IN v.content || '\x00'::bytea) - 1), 'UTF8'),
+                   200000))
+        FROM {s}.wsp_files AS f
+        JOIN {s}.wsp_versions AS v ON v.tenant = f.tenant AND v.workspace = f.workspace
+            AND v.path = f.path AND v.life = f.life AND v.version = f.version
+        WHERE f.live AND NOT v.base64;
+        "#,
+    },
 ];
 
 /// A validated PostgreSQL schema name: 1 to 63 characters of `a-z`, `0-9` and `_`, starting

@@ -301,7 +301,8 @@ async fn schemas_are_separate_deployments() {
 
 /// A schema at version 3 (as an older wsp left it, with data) is brought up to date at connect,
 /// its data carried over: migration 4 moved the live metadata onto the path rows, and a list
-/// afterwards shows exactly what it showed before.
+/// afterwards shows exactly what it showed before; migration 9 indexed the live text files for
+/// search (a text with a NUL character up to it: text search values hold no NUL).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_older_schema_with_data_is_migrated() {
     let url = database_url();
@@ -318,8 +319,16 @@ async fn an_older_schema_with_data_is_migrated() {
     }
     s.put(
         &a,
+        &path("nul.md"),
+        FileWrite::markdown("nul body\0 hidden"),
+        Precondition::None,
+    )
+    .await
+    .unwrap();
+    s.put(
+        &a,
         &path("gone.md"),
-        FileWrite::markdown("x"),
+        FileWrite::markdown("gone body"),
         Precondition::None,
     )
     .await
@@ -341,6 +350,7 @@ async fn an_older_schema_with_data_is_migrated() {
              DROP TABLE {s}.wsp_idempotency;
              DROP TABLE {s}.wsp_approvals;
              DROP INDEX {s}.wsp_snapshots_by_time;
+             DROP TABLE {s}.wsp_search;
              DELETE FROM {s}.wsp_schema_migrations WHERE version >= 4;",
         ))
         .await
@@ -351,7 +361,19 @@ async fn an_older_schema_with_data_is_migrated() {
         .await
         .unwrap();
     assert_eq!(after, before);
-    assert_eq!(after.len(), 2);
+    assert_eq!(after.len(), 3);
+    let found = |q: &str| {
+        let query = wsp_store::SearchQuery::new(q, wsp_types::WorkspacePrefix::all(), 10).unwrap();
+        let (s, a) = (&s, a.clone());
+        async move {
+            let results = s.search(&a, &query).await.unwrap();
+            let mut paths: Vec<String> = results.hits.iter().map(|h| h.path.to_string()).collect();
+            paths.sort();
+            paths
+        }
+    };
+    assert_eq!(found("body").await, ["a.md", "b/c.md", "nul.md"]);
+    assert!(found("hidden").await.is_empty(), "indexed past the NUL");
     let versions: Vec<i32> = admin(&url)
         .await
         .query(

@@ -34,8 +34,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 use wsp_types::wire::{
-    ContentEncoding, Discovery, Run, RunCreated, RunList, WorkspaceFile, WorkspaceFileHistory,
-    WorkspaceFileList,
+    ContentEncoding, Discovery, MemoryAppended, Run, RunCreated, RunList, WorkspaceFile,
+    WorkspaceFileHistory, WorkspaceFileList, WorkspaceSearchResults,
 };
 use wsp_types::{ETag, WorkspacePath};
 
@@ -368,6 +368,36 @@ impl Client {
             url.push_str(&query.join("&"));
         }
         self.send(self.request(Method::GET, &url)).await
+    }
+
+    /// `GET /v1/host/workspace/search?q=...` (wsp extension): the lines of the caller's live
+    /// text files (under `prefix`, all when `None`) holding the words of `query`, best first,
+    /// at most `limit` (the server's default, 10, when `None`).
+    pub async fn search(
+        &self,
+        query: &str,
+        prefix: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<WorkspaceSearchResults, Error> {
+        let mut url = format!("/v1/host/workspace/search?q={}", encode_segment(query));
+        if let Some(prefix) = prefix {
+            url.push_str(&format!("&prefix={}", encode_segment(prefix)));
+        }
+        if let Some(limit) = limit {
+            url.push_str(&format!("&limit={limit}"));
+        }
+        self.send(self.request(Method::GET, &url)).await
+    }
+
+    /// `POST /v1/host/workspace/memory` (wsp extension): appends `text` as one line to today's
+    /// daily memory log `memory/YYYY-MM-DD.md` (UTC). Concurrent appends never lose a line;
+    /// a retried call appends again.
+    pub async fn append_memory(&self, text: &str) -> Result<MemoryAppended, Error> {
+        let body = serde_json::json!({ "text": text });
+        let req = self
+            .request(Method::POST, "/v1/host/workspace/memory")
+            .json(&body);
+        self.send(req).await
     }
 
     /// `GET /v1/runs/{runId}`.

@@ -7,7 +7,7 @@
 use crate::scenario::{Gate, Scenario};
 use crate::scenarios::{
     agents, atomicity, auth, binary, capability, delete, discovery, errors, etag, idempotency,
-    isolation, limits, list, paths, read, redaction, runs, versions, write,
+    isolation, limits, list, memory, paths, read, redaction, runs, versions, write,
 };
 
 macro_rules! scenario {
@@ -42,6 +42,8 @@ const DELETE_EVENTS: Gate =
     Gate::Advertised(&["workspace.supported", "wsp.events", "wsp.deleteEvents"]);
 const UPDATED_BY: Gate = Gate::Advertised(&["workspace.supported", "wsp.history", "wsp.updatedBy"]);
 const BINARY: Gate = Gate::Advertised(&["workspace.supported", "wsp.binaryContent"]);
+const SEARCH: Gate = Gate::Advertised(&["workspace.supported", "wsp.search"]);
+const MEMORY: Gate = Gate::Advertised(&["workspace.supported", "wsp.memory", "wsp.search"]);
 const BINARY_LIMIT: Gate = Gate::Advertised(&[
     "workspace.supported",
     "workspace.maxFileBytes",
@@ -114,6 +116,11 @@ pub static CATALOGUE: &[Scenario] = &[
 
     scenario!("WS-BIN-001", "WIRE §3 (wsp extension)", BINARY, "Bytes written with contentEncoding base64 (NUL, invalid UTF-8) read back as the same base64 with their contentType", binary::bytes_round_trip),
     scenario!("WS-BIN-002", "WIRE §3 (wsp extension)", BINARY, "Malformed base64 or an unknown contentEncoding answers 400 validation_error and stores nothing", binary::malformed_base64_refused),
+    scenario!("WS-SRCH-001", "WIRE §4 (wsp extension)", SEARCH, "Search answers the lines holding the words, more words first, and follows replaces and deletes", memory::search_ranks_and_follows_changes),
+    scenario!("WS-SRCH-002", "RFC 0059 §E WCT-1, WIRE §4 (wsp extension)", SEARCH, "A search never shows another tenant's text", memory::search_keeps_to_the_owner),
+    scenario!("WS-SRCH-003", "WIRE §3 (wsp extension)", SEARCH, "A search with no words, a limit outside 1..=100 or an unknown parameter answers 400 validation_error", memory::bad_searches_refused),
+    scenario!("WS-MEM-001", "WIRE §4 (wsp extension)", MEMORY, "24 concurrent memory appends are each in today's log memory/YYYY-MM-DD.md exactly once", memory::concurrent_appends_lose_nothing),
+    scenario!("WS-MEM-002", "WIRE §3 (wsp extension)", MEMORY, "A memory line with a break, a blank one, one over 4096 bytes or an unknown key answers 400 and writes nothing", memory::bad_lines_refused),
     scenario!("WS-BIN-003", "WIRE §3 (wsp extension)", BINARY_LIMIT, "maxFileBytes counts the decoded bytes of a base64 body", binary::limit_counts_decoded_bytes),
 
     scenario!("WS-DEL-001", "RFC 0059 §C", WS, "DELETE answers 204 with no body; GET then answers 404", delete::delete_then_404),

@@ -118,6 +118,11 @@ impl Ctx {
         &self.shared.config
     }
 
+    /// The run's id (hex digits), unique to this run.
+    pub(crate) fn run_id(&self) -> &str {
+        &self.shared.run_id
+    }
+
     /// The prefix every path written in this run starts with: `conformance/<run-id>/`.
     pub(crate) fn run_prefix(&self) -> String {
         format!("conformance/{}/", self.shared.run_id)

@@ -115,6 +115,8 @@ pub fn discovery(
             binary_content: Some(true),
             delete_events: features.change_feed.then_some(true),
             history: true,
+            memory: Some(true),
+            search: Some(true),
             updated_by: Some(true),
             runs: features.snapshots,
             run_list: features.snapshots.then_some(true),

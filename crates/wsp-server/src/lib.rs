@@ -37,6 +37,7 @@ mod feed_hub;
 mod files;
 mod health;
 mod idempotency;
+mod memory;
 mod metrics;
 pub mod openapi;
 mod publish;
@@ -437,6 +438,8 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
         endpoint!(files::write => files::PutFileOp),
         endpoint!(files::delete => files::DeleteFileOp),
         endpoint!(files::history => files::HistoryOp),
+        endpoint!(memory::search => memory::SearchOp),
+        endpoint!(memory::append => memory::AppendMemoryOp),
         endpoint!(events::events => events::EventsOp),
         endpoint!(publish::publish => publish::PublishOp),
         endpoint!(agents::list => agents::ListAgentsOp),

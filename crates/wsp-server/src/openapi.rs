@@ -184,11 +184,18 @@ const PREFIX_PATTERN: &str = r"^([A-Za-z0-9][A-Za-z0-9._-]*(/(([A-Za-z0-9_-][A-Z
 /// tokens, spaces around them, then optional `;` parameters of visible ASCII and spaces.
 const MEDIA_TYPE_PATTERN: &str = r"^ *[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+ *(;[ -~]*)?$";
 
+/// `content` as the server decodes it with `contentEncoding: base64` (`ContentEncoding::decode`):
+/// standard alphabet, `=` padding, no other character, and the unused bits of the last group
+/// zero (so each byte string has one spelling).
+const BASE64_PATTERN: &str =
+    r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$";
+
 /// What the server enforces and the annotations cannot say, written into every operation:
 /// the path and prefix patterns and bounds; headers that are absent or a value (never `null`);
 /// `Idempotency-Key` as 1 to 255 visible ASCII characters; JSON request bodies as required
 /// (a missing body is 415); change-feed positions within what the server reads; a written
-/// file's `contentType` as a media type. (The schemas in `schemas/` leave that pattern out so
+/// file's `contentType` as a media type, and its `content` as canonical base64 when it says
+/// `contentEncoding: base64`. (The schemas in `schemas/` leave that pattern out so
 /// that the generated wire types keep a plain `String`; `MediaType` checks it.)
 fn declare_enforced(doc: &mut Value) {
     if let Some(content_type) = doc
@@ -197,6 +204,24 @@ fn declare_enforced(doc: &mut Value) {
     {
         content_type.insert("pattern".into(), Value::from(MEDIA_TYPE_PATTERN));
         content_type.insert("maxLength".into(), Value::from(MediaType::MAX_LEN));
+    }
+    // With `contentEncoding: base64`, `content` is canonical base64 (JSON Schema 2020-12
+    // `if`/`then`, which generators that do not know it ignore).
+    if let Some(create) = doc
+        .pointer_mut("/components/schemas/WorkspaceFileCreate")
+        .and_then(Value::as_object_mut)
+    {
+        create.insert(
+            "if".into(),
+            serde_json::json!({
+                "required": ["contentEncoding"],
+                "properties": {"contentEncoding": {"const": "base64"}},
+            }),
+        );
+        create.insert(
+            "then".into(),
+            serde_json::json!({"properties": {"content": {"pattern": BASE64_PATTERN}}}),
+        );
     }
     let Some(paths) = doc["paths"].as_object_mut() else {
         return;

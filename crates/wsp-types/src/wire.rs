@@ -255,6 +255,79 @@ pub struct ManifestRuntimeCapability {
     /// Whether manifest agents and their inventory are served.
     pub supported: bool,
 }
+/// Body of `POST /v1/host/workspace/memory` (a wsp extension): one line to append to today's daily memory log. Any other key is refused with `400 validation_error`.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryAppend {
+    /// The line: text with no line break (a trailing one is dropped), not only spaces, at most 4096 bytes.
+    pub text: MemoryAppendText,
+}
+/// The line: text with no line break (a trailing one is dropped), not only spaces, at most 4096 bytes.
+#[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
+#[serde(transparent)]
+pub struct MemoryAppendText(::std::string::String);
+impl ::std::ops::Deref for MemoryAppendText {
+    type Target = ::std::string::String;
+    fn deref(&self) -> &::std::string::String {
+        &self.0
+    }
+}
+impl ::std::convert::From<MemoryAppendText> for ::std::string::String {
+    fn from(value: MemoryAppendText) -> Self {
+        value.0
+    }
+}
+impl ::std::str::FromStr for MemoryAppendText {
+    type Err = self::error::ConversionError;
+    fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        if value.chars().count() > 4096usize {
+            return Err("longer than 4096 characters".into());
+        }
+        if value.chars().count() < 1usize {
+            return Err("shorter than 1 characters".into());
+        }
+        Ok(Self(value.to_string()))
+    }
+}
+impl ::std::convert::TryFrom<&str> for MemoryAppendText {
+    type Error = self::error::ConversionError;
+    fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for MemoryAppendText {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl<'de> ::serde::Deserialize<'de> for MemoryAppendText {
+    fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+    where
+        D: ::serde::Deserializer<'de>,
+    {
+        ::std::string::String::deserialize(deserializer)?
+            .parse()
+            .map_err(|e: self::error::ConversionError| {
+                <D::Error as ::serde::de::Error>::custom(e.to_string())
+            })
+    }
+}
+/// Answer of `POST /v1/host/workspace/memory` (a wsp extension): where the line went.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryAppended {
+    /// That version's etag.
+    pub etag: ::std::string::String,
+    /// The line's number in the log, from 1.
+    pub line: ::std::num::NonZeroU64,
+    /// Today's log (UTC): `memory/YYYY-MM-DD.md`.
+    pub path: crate::WorkspacePath,
+    /// The log's version that holds the line.
+    pub version: ::std::num::NonZeroU64,
+}
 /// Body of `POST /v1/host/workspace/publish` (wsp extension, WIRE.md section 8): copy one of the caller's files into a shared agent's workspace. Any other key is refused with `400 validation_error`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -647,6 +720,35 @@ pub struct WorkspaceFileMeta {
     /// Version within the file's current life: 1 for the first write, plus 1 for each later write.
     pub version: ::std::num::NonZeroU64,
 }
+/// One matching line.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceSearchMatch {
+    /// The line's number, from 1.
+    pub line: ::std::num::NonZeroU64,
+    /// The file.
+    pub path: crate::WorkspacePath,
+    /// How well the line matches (higher is better).
+    pub score: i64,
+    /// The line, trimmed, cut at 240 characters (then ending in `…`).
+    pub snippet: ::std::string::String,
+}
+/// Answer of `GET /v1/host/workspace/search` (a wsp extension): the lines of the caller's live text files that hold the query's words, best first. A query word matches each word of a line that starts with it, case-insensitively (`deploy` matches `Deploys`). A line scores 100 per distinct query word in it, plus one per further occurrence (at most 99); lines are ordered by score, then by path from the last in byte order (so a later daily log `memory/YYYY-MM-DD.md` comes first), then by line number. Binary files are never searched.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceSearchResults {
+    /// Files whose lines were read.
+    #[serde(rename = "filesSearched")]
+    pub files_searched: u64,
+    /// The best matching lines, at most `limit`.
+    pub matches: ::std::vec::Vec<WorkspaceSearchMatch>,
+    /// The query as sent.
+    pub query: ::std::string::String,
+    /// Matching lines found in all (more than `matches` holds when `limit` cut them).
+    pub total: u64,
+    /// More files held the words than a search reads (the 200 best-ranked): narrow `prefix` or the words to see the others.
+    pub truncated: bool,
+}
 /// Payload of the `workspace.updated` event: which file changed and its new version. It never carries content.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -691,6 +793,9 @@ pub struct WspExtensions {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_pinned_bytes: ::std::option::Option<u64>,
+    /// `POST /v1/host/workspace/memory` appends a line to the caller's daily memory log (`memory/YYYY-MM-DD.md`, UTC). Absent: it does not.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub memory: ::std::option::Option<bool>,
     /// `GET /v1/runs` lists the caller's runs, newest first, in pages. Absent: runs cannot be listed.
     #[serde(
         rename = "runList",
@@ -699,6 +804,9 @@ pub struct WspExtensions {
     pub run_list: ::std::option::Option<bool>,
     /// `POST /v1/runs` and the run snapshot reads `GET /v1/runs/{runId}/workspace/files[/{path}]` (RFC 0059 section D).
     pub runs: bool,
+    /// `GET /v1/host/workspace/search` searches the caller's live text files for the lines holding a query's words, best first. Absent: there is no search.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub search: ::std::option::Option<bool>,
     /// Files, list entries and history entries carry `updatedBy`, who wrote each version. Absent: they do not.
     #[serde(
         rename = "updatedBy",

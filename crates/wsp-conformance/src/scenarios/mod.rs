@@ -13,6 +13,7 @@ pub(crate) mod idempotency;
 pub(crate) mod isolation;
 pub(crate) mod limits;
 pub(crate) mod list;
+pub(crate) mod memory;
 pub(crate) mod paths;
 pub(crate) mod read;
 pub(crate) mod redaction;

@@ -1206,6 +1206,58 @@ fn the_documented_content_type_pattern_is_the_parser() {
     assert!(samples.len() > 2500);
 }
 
+/// With `contentEncoding: base64` the document requires `content` to match a pattern that
+/// accepts exactly what the server decodes (standard, padded, canonical base64): every string of
+/// up to six characters over a small alphabet (and some longer ones) matches if and only if
+/// `ContentEncoding::Base64.decode` takes it; without the encoding, any content is accepted.
+#[test]
+fn the_documented_base64_pattern_is_the_decoder() {
+    let doc = wsp_server::openapi::document();
+    let create = doc
+        .pointer("/components/schemas/WorkspaceFileCreate")
+        .expect("WorkspaceFileCreate");
+    assert_eq!(
+        create["if"]["properties"]["contentEncoding"]["const"], "base64",
+        "{create}"
+    );
+    let pattern = regex::Regex::new(
+        create["then"]["properties"]["content"]["pattern"]
+            .as_str()
+            .expect("a base64 content pattern"),
+    )
+    .unwrap();
+    let mut samples = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..6 {
+        frontier = frontier
+            .iter()
+            .flat_map(|s| ['A', 'Q', 'B', 'w', '/', '=', '-'].map(|c| format!("{s}{c}")))
+            .collect();
+        samples.extend(frontier.iter().cloned());
+    }
+    samples.extend(
+        [
+            "aGVsbG8=",
+            "aGVsbG8",
+            "aGVsbA==",
+            "aGVsbB==",
+            "aGVs\nbG8=",
+            "aGVs bG8=",
+            "{\"entries\": []}",
+            "iVBORw0KGgo=",
+        ]
+        .map(String::from),
+    );
+    for s in &samples {
+        assert_eq!(
+            pattern.is_match(s),
+            wsp_types::wire::ContentEncoding::Base64.decode(s).is_ok(),
+            "base64 {s:?}"
+        );
+    }
+    assert!(samples.len() > 100_000);
+}
+
 /// CORS is off by default (no `Access-Control-*` header, preflight is not answered as one);
 /// with allowed origins, a preflight from one of them is answered with the methods and headers
 /// the API uses, a real request carries `Access-Control-Allow-Origin` and exposes `ETag`, and

@@ -15,4 +15,5 @@ mod envelopes;
 mod feed;
 mod files;
 mod health;
+mod memory;
 mod runs;

@@ -1,0 +1,226 @@
+//! The agent's memory over HTTP (wsp extensions, seed 003): `GET /v1/host/workspace/search`
+//! (the lines of the caller's live text files that hold a query's words, best first) and
+//! `POST /v1/host/workspace/memory` (one line appended to today's `memory/YYYY-MM-DD.md`).
+//! Both are owner-scoped like every file endpoint: the owner comes from the credential alone.
+
+use axum::extract::State;
+use chrono::Utc;
+use serde::Deserialize;
+use wsp_context::{WriteError, WriteOptions, append_memory_line};
+use wsp_store::search::MAX_SEARCH_RESULTS;
+use wsp_store::{SearchQuery, SearchQueryError};
+use wsp_types::wire::{MemoryAppended, WorkspaceSearchMatch, WorkspaceSearchResults};
+use wsp_types::{ErrorCode, WorkspacePrefix};
+
+use crate::AppState;
+use crate::error::WireError;
+use crate::extract::{Authed, JsonBody, OrWire, Reply, WorkspaceRead, WorkspaceWrite};
+use crate::fails::{self, Documented, Failure};
+
+/// The search route.
+pub(crate) const SEARCH: &str = "/v1/host/workspace/search";
+
+/// The memory log route.
+pub(crate) const MEMORY: &str = "/v1/host/workspace/memory";
+
+/// Results of a search that gives no `limit`.
+pub(crate) const DEFAULT_SEARCH_RESULTS: usize = 10;
+
+/// The longest line `POST /v1/host/workspace/memory` appends, in bytes.
+pub(crate) const MAX_MEMORY_LINE_BYTES: usize = 4096;
+
+/// `?q=...&prefix=...&limit=N` of a search.
+pub(crate) struct SearchParams(SearchQuery);
+
+impl axum::extract::FromRequestParts<AppState> for SearchParams {
+    type Rejection = WireError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &AppState,
+    ) -> Result<Self, WireError> {
+        let params = crate::request::query_params(parts.uri.query())?;
+        let field = |name: &'static str, problem: String| {
+            WireError::validation(problem).with_detail("field", name)
+        };
+        if let Some((name, _)) = params
+            .iter()
+            .find(|(k, _)| !["q", "prefix", "limit"].contains(&k.as_str()))
+        {
+            return Err(WireError::validation(format!(
+                "unknown query parameter {name:?}: GET {SEARCH} takes q, prefix and limit"
+            )));
+        }
+        let Some(text) = crate::request::param(&params, "q") else {
+            return Err(field("q", "q (the words to search for) is required".into()));
+        };
+        let prefix = match crate::request::param(&params, "prefix") {
+            None => WorkspacePrefix::all(),
+            Some(raw) => WorkspacePrefix::parse(raw)
+                .map_err(|e| field("prefix", format!("prefix is not a workspace prefix: {e}")))?,
+        };
+        let limit = match crate::request::param(&params, "limit") {
+            None => DEFAULT_SEARCH_RESULTS,
+            Some(raw) => raw
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_SEARCH_RESULTS).contains(n))
+                .ok_or_else(|| {
+                    field(
+                        "limit",
+                        format!("limit must be an integer from 1 to {MAX_SEARCH_RESULTS}"),
+                    )
+                })?,
+        };
+        SearchQuery::new(text, prefix, limit)
+            .map(Self)
+            .map_err(|e: SearchQueryError| field("q", e.to_string()))
+    }
+}
+
+impl fails::Fallible for SearchParams {
+    fn failures() -> Vec<Failure> {
+        vec![fails::BAD_QUERY]
+    }
+}
+
+/// The OpenAPI operation of [`search`] and the failures of its own steps.
+pub(crate) struct SearchOp;
+
+impl Documented for SearchOp {
+    const OWN: &'static [Failure] = &[fails::STORE_UNAVAILABLE];
+}
+
+/// `GET /v1/host/workspace/search?q=...` (extension): ranked lines of the caller's files.
+#[utoipa::path(
+    get,
+    impl_for = SearchOp,
+    path = SEARCH,
+    tag = "workspace",
+    operation_id = "searchWorkspace",
+    summary = "Search the caller's files for lines holding some words (wsp extension)",
+    description = "Needs `workspace:read`. The lines of the caller's live text files (under `prefix`) holding any of the words of `q`, best first: a query word matches each word of a line that starts with it, case-insensitively; a line scores 100 per distinct query word plus one per further occurrence; ties go to the later path (a newer daily log first), then the earlier line. On SQLite and PostgreSQL an index kept in each write's transaction picks the 200 best-ranked files whose lines are read (`truncated` says when more matched); the memory store reads every file. Binary files are never searched, and another tenant's or workspace's text never appears.",
+    params(
+        ("q" = String, Query, min_length = 1, max_length = 256, description = "The words to look for (runs of letters and digits; at most 16 different words)."),
+        ("prefix" = Option<String>, Query, description = "Search only the files whose path starts with this (a plain string prefix, as for the list)."),
+        ("limit" = Option<u64>, Query, minimum = 1, maximum = 100, description = "Most lines to answer (default 10)."),
+    ),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "The best matching lines.", body = ref("#/components/schemas/WorkspaceSearchResults")),
+    ),
+)]
+pub(crate) async fn search(
+    State(state): State<AppState>,
+    auth: Authed<WorkspaceRead>,
+    SearchParams(query): SearchParams,
+) -> Result<Reply, WireError> {
+    let found = state
+        .inner
+        .store
+        .search(&auth.owner, &query)
+        .await
+        .or_wire(query.prefix().as_str())?;
+    let matches = found
+        .hits
+        .into_iter()
+        .map(|hit| WorkspaceSearchMatch {
+            line: std::num::NonZeroU64::new(hit.line).unwrap_or(std::num::NonZeroU64::MIN),
+            path: hit.path,
+            score: i64::from(hit.score),
+            snippet: hit.snippet,
+        })
+        .collect();
+    Ok(Reply::json(&WorkspaceSearchResults {
+        files_searched: found.files,
+        matches,
+        query: query.text().to_owned(),
+        total: found.total,
+        truncated: found.truncated,
+    }))
+}
+
+/// The body of an append: `text`, nothing else.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AppendBody {
+    text: String,
+}
+
+/// A line the log cannot take.
+const BAD_LINE: Failure = fails::fail(
+    ErrorCode::ValidationError,
+    "`text` is empty, holds a line break or is over 4096 bytes (`details.field`)",
+);
+/// Other writers changed the log on every attempt.
+const CONTENDED: Failure = fails::fail(
+    ErrorCode::WorkspaceConflict,
+    "Other writers changed today's log on every attempt; try again",
+);
+
+/// The OpenAPI operation of [`append`] and the failures of its own steps.
+pub(crate) struct AppendMemoryOp;
+
+impl Documented for AppendMemoryOp {
+    const OWN: &'static [Failure] = &[
+        BAD_LINE,
+        CONTENDED,
+        fails::FILE_TOO_LARGE,
+        fails::STORE_UNAVAILABLE,
+    ];
+}
+
+/// `POST /v1/host/workspace/memory` (extension): one line to today's daily memory log.
+#[utoipa::path(
+    post,
+    impl_for = AppendMemoryOp,
+    path = MEMORY,
+    tag = "workspace",
+    operation_id = "appendMemory",
+    summary = "Append a line to today's memory log (wsp extension)",
+    description = "Needs `workspace:write`. Appends `text` as one line to the caller's daily memory log `memory/YYYY-MM-DD.md` (today in UTC), creating it: a conditional write retried on conflict, so concurrent appends never lose a line and earlier lines never change. The log's new version is an ordinary file version (history, the change feed, `updatedBy` the caller). A configured secret in the line is redacted as in any write; a log that would pass `maxFileBytes` is refused (413). Not idempotent: a retried request appends again.",
+    request_body(content = ref("#/components/schemas/MemoryAppend"), content_type = "application/json"),
+    security(("bearerAuth" = [])),
+    responses(
+        (status = 200, description = "Appended: the log, the line's number and the version that holds it.", body = ref("#/components/schemas/MemoryAppended")),
+    ),
+)]
+pub(crate) async fn append(
+    State(state): State<AppState>,
+    auth: Authed<WorkspaceWrite>,
+    body: JsonBody<AppendBody>,
+) -> Result<Reply, WireError> {
+    let text = body.value.text;
+    let line = text.strip_suffix('\n').unwrap_or(&text);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let bad = |problem: &str| Err(WireError::validation(problem).with_detail("field", "text"));
+    if line.trim().is_empty() {
+        return bad("text is empty; give the line to remember");
+    }
+    if line.contains(['\n', '\r']) {
+        return bad("text holds a line break; append each line with its own request");
+    }
+    if line.len() > MAX_MEMORY_LINE_BYTES {
+        return bad("text is over 4096 bytes; a memory line is one short fact");
+    }
+    let options = WriteOptions::default().with_author(Some(auth.principal.clone()));
+    let today = Utc::now().date_naive();
+    let store = state.inner.store.as_ref();
+    let updated = append_memory_line(store, &auth.owner, today, line, &options)
+        .await
+        .map_err(|e| match e {
+            WriteError::Store(e) => WireError::from_store(e, "memory log"),
+            WriteError::Invalid(why) | WriteError::Corrupt { reason: why, .. } => {
+                WireError::validation(why).with_detail("field", "text")
+            }
+            contended => WireError::new(ErrorCode::WorkspaceConflict, contended.to_string()),
+        })?;
+    let file = updated.file;
+    let number = file.content.lines().count() as u64;
+    Ok(Reply::json(&MemoryAppended {
+        etag: file.meta.etag.as_str().to_owned(),
+        line: std::num::NonZeroU64::new(number).unwrap_or(std::num::NonZeroU64::MIN),
+        path: file.meta.path,
+        version: std::num::NonZeroU64::new(file.meta.version).unwrap_or(std::num::NonZeroU64::MIN),
+    }))
+}

@@ -34,8 +34,8 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::de::DeserializeOwned;
 use wsp_types::wire::{
-    ContentEncoding, Discovery, MemoryAppended, Run, RunCreated, RunList, WorkspaceFile,
-    WorkspaceFileHistory, WorkspaceFileList, WorkspaceSearchResults,
+    ContentEncoding, Discovery, MemoryAppended, Run, RunCreated, RunList, WorkspaceContext,
+    WorkspaceFile, WorkspaceFileHistory, WorkspaceFileList, WorkspaceSearchResults,
 };
 use wsp_types::{ETag, WorkspacePath};
 
@@ -385,6 +385,31 @@ impl Client {
         }
         if let Some(limit) = limit {
             url.push_str(&format!("&limit={limit}"));
+        }
+        self.send(self.request(Method::GET, &url)).await
+    }
+
+    /// `GET /v1/host/workspace/context[?budget=N]` (wsp extension): the run-start context of
+    /// the caller's live workspace within `budget` tokens (the server's default, 8000, when
+    /// `None`), and its report.
+    pub async fn context(&self, budget: Option<u32>) -> Result<WorkspaceContext, Error> {
+        let url = match budget {
+            Some(budget) => format!("/v1/host/workspace/context?budget={budget}"),
+            None => "/v1/host/workspace/context".to_owned(),
+        };
+        self.send(self.request(Method::GET, &url)).await
+    }
+
+    /// `GET /v1/runs/{runId}/context[?budget=N]` (wsp extension): the run-start context as
+    /// the run's snapshot holds it.
+    pub async fn run_context(
+        &self,
+        run_id: &str,
+        budget: Option<u32>,
+    ) -> Result<WorkspaceContext, Error> {
+        let mut url = format!("/v1/runs/{}/context", encode_segment(run_id));
+        if let Some(budget) = budget {
+            url.push_str(&format!("?budget={budget}"));
         }
         self.send(self.request(Method::GET, &url)).await
     }

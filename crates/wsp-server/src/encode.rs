@@ -114,6 +114,7 @@ pub fn discovery(
             events: features.change_feed,
             binary_content: Some(true),
             delete_events: features.change_feed.then_some(true),
+            context: Some(true),
             history: true,
             memory: Some(true),
             search: Some(true),

@@ -26,6 +26,7 @@
 mod agents;
 mod auth;
 pub mod config_file;
+mod context;
 mod cors;
 mod discovery;
 mod encode;
@@ -440,6 +441,7 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
         endpoint!(files::history => files::HistoryOp),
         endpoint!(memory::search => memory::SearchOp),
         endpoint!(memory::append => memory::AppendMemoryOp),
+        endpoint!(context::live => context::LiveContextOp),
         endpoint!(events::events => events::EventsOp),
         endpoint!(publish::publish => publish::PublishOp),
         endpoint!(agents::list => agents::ListAgentsOp),
@@ -450,6 +452,7 @@ pub(crate) fn endpoints() -> Vec<Endpoint> {
         endpoint!(runs::cancel => runs::CancelRunOp),
         endpoint!(runs::list_files => runs::ListRunFilesOp),
         endpoint!(runs::get_file => runs::GetRunFileOp),
+        endpoint!(context::run => context::RunContextOp),
     ]
 }
 

@@ -35,7 +35,7 @@ pub(crate) fn run_not_found(id: &str) -> WireError {
 }
 
 /// Reads a run, ending it first when its time to live has passed.
-async fn load(
+pub(crate) async fn load(
     state: &AppState,
     owner: &Owner,
     id: &SnapshotId,
@@ -262,7 +262,7 @@ const RUN_QUOTA: Failure = fails::fail(
      never refused for it",
 );
 /// No running run: an ended run's snapshot is gone.
-const RUN_NOT_RUNNING: Failure = fails::fail(
+pub(crate) const RUN_NOT_RUNNING: Failure = fails::fail(
     ErrorCode::NotFound,
     "No such running run for this owner; an ended run's snapshot is gone",
 );

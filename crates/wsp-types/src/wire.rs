@@ -600,6 +600,212 @@ pub struct WorkspaceCapability {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub versioned: ::std::option::Option<bool>,
 }
+/// Answer of `GET /v1/host/workspace/context` and `GET /v1/runs/{runId}/context` (wsp extensions): the run-start context an agent loads before a turn (seed 003: `AGENTS.md`, `MEMORY.md`, `knowledge/KNOWLEDGE.md`, a listing of `knowledge/`, and an index of `skills/*/SKILL.md` and `subagents/*.md`), rendered within a token budget that is never exceeded, and the report of what was included, truncated, omitted, missing or skipped. Every cut is marked in the text with the path to read (`[TRUNCATED: N tokens omitted, read MEMORY.md]`).
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceContext {
+    /// What was included, truncated, omitted, missing or skipped, and the tokens used.
+    pub report: WorkspaceContextReport,
+    /// The context block, ready for a system prompt.
+    pub text: ::std::string::String,
+}
+/// What happened to one file, listing or index.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceContextEntry {
+    /// Closing tags in the file neutralized so that it cannot end its block (absent when none).
+    #[serde(
+        rename = "escapedTags",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub escaped_tags: ::std::option::Option<::std::num::NonZeroU64>,
+    /// Tokens reserved for it before the rest was shared.
+    #[serde(rename = "floorTokens")]
+    pub floor_tokens: u64,
+    /// Tokens of the whole body.
+    #[serde(rename = "fullTokens")]
+    pub full_tokens: u64,
+    /// Tokens of the body in the text.
+    #[serde(rename = "includedTokens")]
+    pub included_tokens: u64,
+    /// Tokens of the body left out.
+    #[serde(rename = "omittedTokens")]
+    pub omitted_tokens: u64,
+    /// What became of it.
+    pub outcome: WorkspaceContextEntryOutcome,
+    /// The file or directory.
+    pub path: ::std::string::String,
+    /// Why it was skipped or missing.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub reason: ::std::option::Option<::std::string::String>,
+    /// Which part of the context.
+    pub section: WorkspaceContextEntrySection,
+}
+/// What became of it.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd,
+)]
+pub enum WorkspaceContextEntryOutcome {
+    /// In the text whole.
+    #[serde(rename = "included")]
+    Included,
+    /// In the text up to a `[TRUNCATED: ...]` marker.
+    #[serde(rename = "truncated")]
+    Truncated,
+    /// Only its marker is in the text: no room for any of the body.
+    #[serde(rename = "omitted")]
+    Omitted,
+    /// No such file: `[MISSING: path]`.
+    #[serde(rename = "missing")]
+    Missing,
+    /// Not loaded (too large, not UTF-8 text, not a regular file): `[SKIPPED: path: reason]`.
+    #[serde(rename = "skipped")]
+    Skipped,
+}
+impl ::std::fmt::Display for WorkspaceContextEntryOutcome {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Included => f.write_str("included"),
+            Self::Truncated => f.write_str("truncated"),
+            Self::Omitted => f.write_str("omitted"),
+            Self::Missing => f.write_str("missing"),
+            Self::Skipped => f.write_str("skipped"),
+        }
+    }
+}
+impl ::std::str::FromStr for WorkspaceContextEntryOutcome {
+    type Err = self::error::ConversionError;
+    fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "included" => Ok(Self::Included),
+            "truncated" => Ok(Self::Truncated),
+            "omitted" => Ok(Self::Omitted),
+            "missing" => Ok(Self::Missing),
+            "skipped" => Ok(Self::Skipped),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for WorkspaceContextEntryOutcome {
+    type Error = self::error::ConversionError;
+    fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for WorkspaceContextEntryOutcome {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+/// Which part of the context.
+#[derive(
+    ::serde::Deserialize,
+    ::serde::Serialize,
+    Clone,
+    Copy,
+    Debug,
+    Eq,
+    Hash,
+    Ord,
+    PartialEq,
+    PartialOrd,
+)]
+pub enum WorkspaceContextEntrySection {
+    /// `AGENTS.md`, the persona and rules.
+    #[serde(rename = "agents")]
+    Agents,
+    /// `MEMORY.md`, the curated long-term memory.
+    #[serde(rename = "memory")]
+    Memory,
+    /// `knowledge/KNOWLEDGE.md`, the domain knowledge entry point.
+    #[serde(rename = "knowledge")]
+    Knowledge,
+    /// The listing of the files under `knowledge/`.
+    #[serde(rename = "knowledge_listing")]
+    KnowledgeListing,
+    /// A further file the caller asked for.
+    #[serde(rename = "extra")]
+    Extra,
+    /// The index of `skills/*/SKILL.md`.
+    #[serde(rename = "skills")]
+    Skills,
+    /// The index of `subagents/*.md`.
+    #[serde(rename = "subagents")]
+    Subagents,
+}
+impl ::std::fmt::Display for WorkspaceContextEntrySection {
+    fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+        match *self {
+            Self::Agents => f.write_str("agents"),
+            Self::Memory => f.write_str("memory"),
+            Self::Knowledge => f.write_str("knowledge"),
+            Self::KnowledgeListing => f.write_str("knowledge_listing"),
+            Self::Extra => f.write_str("extra"),
+            Self::Skills => f.write_str("skills"),
+            Self::Subagents => f.write_str("subagents"),
+        }
+    }
+}
+impl ::std::str::FromStr for WorkspaceContextEntrySection {
+    type Err = self::error::ConversionError;
+    fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        match value {
+            "agents" => Ok(Self::Agents),
+            "memory" => Ok(Self::Memory),
+            "knowledge" => Ok(Self::Knowledge),
+            "knowledge_listing" => Ok(Self::KnowledgeListing),
+            "extra" => Ok(Self::Extra),
+            "skills" => Ok(Self::Skills),
+            "subagents" => Ok(Self::Subagents),
+            _ => Err("invalid value".into()),
+        }
+    }
+}
+impl ::std::convert::TryFrom<&str> for WorkspaceContextEntrySection {
+    type Error = self::error::ConversionError;
+    fn try_from(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+impl ::std::convert::TryFrom<::std::string::String> for WorkspaceContextEntrySection {
+    type Error = self::error::ConversionError;
+    fn try_from(
+        value: ::std::string::String,
+    ) -> ::std::result::Result<Self, self::error::ConversionError> {
+        value.parse()
+    }
+}
+/// What the renderer did.
+#[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceContextReport {
+    /// The budget.
+    #[serde(rename = "budgetTokens")]
+    pub budget_tokens: ::std::num::NonZeroU64,
+    /// The budget could not hold even the frame: the text is one `[TRUNCATED: ...]` line or empty.
+    pub collapsed: bool,
+    /// One entry per file, listing or index, in the order of the text.
+    pub entries: ::std::vec::Vec<WorkspaceContextEntry>,
+    /// Where the files were read (the live workspace or a run's snapshot).
+    pub source: ::std::string::String,
+    /// How tokens were counted (`chars/4`: characters divided by four, rounded up).
+    pub tokenizer: ::std::string::String,
+    /// Tokens the text takes (never more than the budget).
+    #[serde(rename = "usedTokens")]
+    pub used_tokens: u64,
+}
 /// The `data` of one `workspace.updated` Server-Sent Event of `GET /v1/host/workspace/events`; `sequence` equals the event's `id`.
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -771,6 +977,9 @@ pub struct WspExtensions {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub binary_content: ::std::option::Option<bool>,
+    /// `GET /v1/host/workspace/context` renders the run-start context of the caller's workspace within a token budget, and `GET /v1/runs/{runId}/context` (when `runs` is true) that of a run's snapshot. Absent: they do not.
+    #[serde(skip_serializing_if = "::std::option::Option::is_none")]
+    pub context: ::std::option::Option<bool>,
     /// A delete's `workspace.updated` payload carries `deleted: true`. Absent: deletes look like writes in the feed.
     #[serde(
         rename = "deleteEvents",

@@ -5,6 +5,7 @@ pub(crate) mod atomicity;
 pub(crate) mod auth;
 pub(crate) mod binary;
 pub(crate) mod capability;
+pub(crate) mod context;
 pub(crate) mod delete;
 pub(crate) mod discovery;
 pub(crate) mod errors;

@@ -24,6 +24,8 @@ const NOT_FOR_THE_FAKE: &[&str] = &[
     "WS-EVT-003",
     "WS-EVT-004",
     "WS-VER-005",
+    "WS-CTX-001",
+    "WS-CTX-002",
     "WS-SRCH-001",
     "WS-SRCH-002",
     "WS-SRCH-003",

@@ -173,3 +173,126 @@ async fn a_memory_line_is_one_line_of_text() {
     let found = s.a().search("kept", None, None).await.unwrap();
     assert_eq!(found.matches[0].path.as_str(), today_log());
 }
+
+/// Validates `value` against the document's component schema `name`.
+fn valid(name: &str, value: &Value) {
+    let doc = wsp_server::openapi::document();
+    let root = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "components": doc["components"],
+        "$ref": format!("#/components/schemas/{name}"),
+    });
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .should_validate_formats(true)
+        .offline()
+        .build(&root)
+        .unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{value} is not a {name}: {errors:?}");
+}
+
+/// The live context renders the caller's files within the budget, as JSON that is a
+/// `WorkspaceContext` or as the text alone with `Accept: text/plain`; a run's context is what
+/// the run saw, whatever was written since, and 404 once the run ended; bad budgets are 400.
+#[tokio::test]
+async fn the_context_is_rendered_live_and_as_a_run_saw_it() {
+    let s = start().await;
+    let a = s.a();
+    a.put(
+        &p("AGENTS.md"),
+        "# Reviewer\nBe brief.\n",
+        PutOptions::default(),
+    )
+    .await
+    .unwrap();
+    let memory: String = (1..=90).map(|i| format!("- fact {i}\n")).collect();
+    a.put(&p("MEMORY.md"), &memory, PutOptions::default())
+        .await
+        .unwrap();
+    let c = reqwest::Client::new();
+    let get = |url: &str, accept: Option<&str>| {
+        let mut req = c.get(s.url(url)).bearer_auth(&s.key_a);
+        if let Some(accept) = accept {
+            req = req.header("accept", accept);
+        }
+        req.send()
+    };
+    let resp = get("/v1/host/workspace/context?budget=150", None)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let body: Value = resp.json().await.unwrap();
+    valid("WorkspaceContext", &body);
+    let text = body["text"].as_str().unwrap();
+    assert!(text.contains("Be brief."), "{text}");
+    assert!(text.contains("tokens omitted, read MEMORY.md]"), "{text}");
+    assert!(body["report"]["usedTokens"].as_u64().unwrap() <= 150);
+    assert!(text.chars().count().div_ceil(4) <= 150);
+    let plain = get("/v1/host/workspace/context?budget=150", Some("text/plain"))
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), StatusCode::OK);
+    assert_eq!(plain.headers()["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(plain.text().await.unwrap(), text);
+    let typed = a.context(Some(150)).await.unwrap();
+    assert_eq!(typed.text, text);
+    assert_eq!(typed.report.budget_tokens.to_string(), "150");
+
+    let run = a.create_run("review").await.unwrap();
+    a.put(&p("AGENTS.md"), "# Changed\n", PutOptions::default())
+        .await
+        .unwrap();
+    let url = format!("/v1/runs/{}/context", run.run_id);
+    let seen: Value = get(&url, None).await.unwrap().json().await.unwrap();
+    valid("WorkspaceContext", &seen);
+    assert!(
+        seen["text"].as_str().unwrap().contains("Be brief."),
+        "{seen}"
+    );
+    let live: Value = get("/v1/host/workspace/context", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(live["text"].as_str().unwrap().contains("# Changed"));
+    assert_eq!(live["report"]["budgetTokens"], 8000);
+    // Another tenant's key does not find the run.
+    let theirs = c
+        .get(s.url(&url))
+        .bearer_auth(&s.key_b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(theirs.status(), StatusCode::NOT_FOUND);
+    a.cancel_run(&run.run_id).await.unwrap();
+    assert_eq!(
+        get(&url, None).await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+
+    for query in [
+        "budget=0",
+        "budget=1000001",
+        "budget=x",
+        "budget=10&extra=AGENTS.md",
+    ] {
+        let resp = get(&format!("/v1/host/workspace/context?{query}"), None)
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{query}");
+    }
+    // A budget too small for anything still answers, and says so.
+    let tiny: Value = get("/v1/host/workspace/context?budget=1", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    valid("WorkspaceContext", &tiny);
+    assert_eq!(tiny["report"]["collapsed"], true, "{tiny}");
+}

@@ -122,7 +122,7 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-CTX-002", "WIRE §4 (wsp extension), seed 003", RUN_CONTEXT, "A run's context is the workspace's as the run started, and 404 once the run ended", context::run_context_reads_the_snapshot),
     scenario!("WS-SRCH-001", "WIRE §4 (wsp extension)", SEARCH, "Search answers the lines holding the words, more words first, and follows replaces and deletes", memory::search_ranks_and_follows_changes),
     scenario!("WS-SRCH-002", "RFC 0059 §E WCT-1, WIRE §4 (wsp extension)", SEARCH, "A search never shows another tenant's text", memory::search_keeps_to_the_owner),
-    scenario!("WS-SRCH-003", "WIRE §3 (wsp extension)", SEARCH, "A search with no words, a limit outside 1..=100 or an unknown parameter answers 400 validation_error", memory::bad_searches_refused),
+    scenario!("WS-SRCH-003", "WIRE §3 (wsp extension)", SEARCH, "A search with no or an empty q, a limit outside 1..=100 or an unknown parameter answers 400; punctuation alone matches nothing", memory::bad_searches_refused),
     scenario!("WS-MEM-001", "WIRE §4 (wsp extension)", MEMORY, "24 concurrent memory appends are each in today's log memory/YYYY-MM-DD.md exactly once", memory::concurrent_appends_lose_nothing),
     scenario!("WS-MEM-002", "WIRE §3 (wsp extension)", MEMORY, "A memory line with a break, a blank one, one over 4096 bytes or an unknown key answers 400 and writes nothing", memory::bad_lines_refused),
     scenario!("WS-BIN-003", "WIRE §3 (wsp extension)", BINARY_LIMIT, "maxFileBytes counts the decoded bytes of a base64 body", binary::limit_counts_decoded_bytes),

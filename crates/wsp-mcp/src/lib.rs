@@ -70,7 +70,6 @@ pub use context::{CONTEXT_PROMPT, ContextRootError, MAX_PROMPT_BUDGET};
 #[cfg(feature = "http")]
 pub use http::{ConnectionLimits, HTTP_PATH, HttpOptions, Listener, ServerTls};
 pub use memory::{
-    MAX_MEMORY_LINE_BYTES, MAX_QUERY_CHARS, MAX_SESSION_SUMMARY_CHARS, MEMORY_APPEND,
-    MEMORY_SEARCH, SESSION_RECORD,
+    MAX_MEMORY_LINE_BYTES, MAX_SESSION_SUMMARY_CHARS, MEMORY_APPEND, MEMORY_SEARCH, SESSION_RECORD,
 };
 pub use server::{McpServer, Profile};

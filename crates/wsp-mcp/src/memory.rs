@@ -7,7 +7,6 @@
 //! Updates are conditional (`create_only`, then `if_match` on the etag just read) and retried
 //! after a conflict, so concurrent appenders and recorders never lose each other's lines.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -16,6 +15,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wsp_context::{RetryPolicy, SessionIndex, SessionRecord, memory_log_path};
+use wsp_store::search::{score_line, snippet, terms};
 use wsp_vfs::{
     AccessScope, GlobArgs, Operation, ToolOutput, Vfs, VfsError, VfsErrorCode, VirtualPath,
     WriteFileArgs,
@@ -30,16 +30,14 @@ pub const SESSION_RECORD: &str = "session_record";
 
 /// The longest line `memory_append` takes, in bytes.
 pub const MAX_MEMORY_LINE_BYTES: usize = 4096;
-/// The longest `memory_search` query, in characters.
-pub const MAX_QUERY_CHARS: usize = 256;
+/// The longest `memory_search` query, in characters (as long as the store's search takes).
+const MAX_QUERY_CHARS: usize = wsp_store::search::MAX_QUERY_CHARS;
 /// The longest session summary `session_record` takes, in characters.
 pub const MAX_SESSION_SUMMARY_CHARS: usize = 2000;
 
 /// Matches `memory_search` returns when no `limit` is given, and the most it returns.
 const DEFAULT_RESULTS: usize = 10;
 const MAX_RESULTS: usize = 50;
-/// Characters of a matching line shown in a result.
-const SNIPPET_CHARS: usize = 240;
 
 /// The memory tools a mount table supports under one context root, and how they write.
 #[derive(Debug)]
@@ -535,7 +533,7 @@ impl Scan {
         };
         self.files += 1;
         for (i, line) in text.lines().enumerate() {
-            if let Some(score) = score(line, terms) {
+            if let Some(score) = score_line(line, terms) {
                 self.hits.push(Hit {
                     path: path.to_owned(),
                     line: i + 1,
@@ -554,42 +552,6 @@ struct Hit {
     line: usize,
     score: u32,
     snippet: String,
-}
-
-/// The query's words: lowercase runs of letters and digits, each once.
-fn terms(query: &str) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .filter(|w| seen.insert(w.clone()))
-        .collect()
-}
-
-/// How well `line` matches: 100 per distinct word present, plus one per further occurrence
-/// (at most 99); `None` when no word is present.
-fn score(line: &str, terms: &[String]) -> Option<u32> {
-    let lower = line.to_lowercase();
-    let mut distinct = 0u32;
-    let mut occurrences = 0u32;
-    for term in terms {
-        let n = u32::try_from(lower.matches(term.as_str()).count()).unwrap_or(u32::MAX);
-        if n > 0 {
-            distinct += 1;
-            occurrences = occurrences.saturating_add(n - 1);
-        }
-    }
-    (distinct > 0).then(|| distinct * 100 + occurrences.min(99))
-}
-
-/// The line as a result shows it: trimmed, cut at [`SNIPPET_CHARS`] characters.
-fn snippet(line: &str) -> String {
-    let line = line.trim();
-    match line.char_indices().nth(SNIPPET_CHARS) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line.to_owned(),
-    }
 }
 
 /// A session id: one path component of at most 128 bytes.
@@ -686,26 +648,6 @@ fn tool(name: &str, title: &str, description: String, schema: Value, hints: Hint
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_with_more_of_the_words_rank_higher() {
-        let t = terms("Deploy FRIDAY deploy");
-        assert_eq!(t, ["deploy", "friday"]);
-        let both = score("No deploys on Friday", &t).unwrap();
-        let one = score("deploy deploy deploy", &t).unwrap();
-        assert!(both > one, "{both} > {one}");
-        assert_eq!(score("nothing here", &t), None);
-        assert!(terms("--- ...").is_empty());
-    }
-
-    #[test]
-    fn a_snippet_is_cut_on_a_character_boundary() {
-        let long = "é".repeat(SNIPPET_CHARS + 10);
-        let s = snippet(&long);
-        assert_eq!(s.chars().count(), SNIPPET_CHARS + 1);
-        assert!(s.ends_with('…'));
-        assert_eq!(snippet("  short  "), "short");
-    }
 
     #[test]
     fn session_ids_are_one_path_component() {

@@ -7,7 +7,7 @@ use axum::extract::State;
 use chrono::Utc;
 use serde::Deserialize;
 use wsp_context::{WriteError, WriteOptions, append_memory_line};
-use wsp_store::search::MAX_SEARCH_RESULTS;
+use wsp_store::search::{MAX_QUERY_CHARS, MAX_SEARCH_RESULTS};
 use wsp_store::{SearchQuery, SearchQueryError};
 use wsp_types::wire::{MemoryAppended, WorkspaceSearchMatch, WorkspaceSearchResults};
 use wsp_types::{ErrorCode, WorkspacePrefix};
@@ -29,8 +29,8 @@ pub(crate) const DEFAULT_SEARCH_RESULTS: usize = 10;
 /// The longest line `POST /v1/host/workspace/memory` appends, in bytes.
 pub(crate) const MAX_MEMORY_LINE_BYTES: usize = 4096;
 
-/// `?q=...&prefix=...&limit=N` of a search.
-pub(crate) struct SearchParams(SearchQuery);
+/// `?q=...&prefix=...&limit=N` of a search; `None` when `q` holds no word (nothing matches).
+pub(crate) struct SearchParams(Option<SearchQuery>, String);
 
 impl axum::extract::FromRequestParts<AppState> for SearchParams {
     type Rejection = WireError;
@@ -72,9 +72,17 @@ impl axum::extract::FromRequestParts<AppState> for SearchParams {
                     )
                 })?,
         };
-        SearchQuery::new(text, prefix, limit)
-            .map(Self)
-            .map_err(|e: SearchQueryError| field("q", e.to_string()))
+        if text.is_empty() {
+            return Err(field("q", "q (the words to search for) is empty".into()));
+        }
+        match SearchQuery::new(text, prefix, limit) {
+            Ok(query) => Ok(Self(Some(query), text.to_owned())),
+            // Punctuation alone: a query no line can match, answered as one.
+            Err(SearchQueryError::NoWords) if text.chars().count() <= MAX_QUERY_CHARS => {
+                Ok(Self(None, text.to_owned()))
+            }
+            Err(e) => Err(field("q", e.to_string())),
+        }
     }
 }
 
@@ -101,7 +109,7 @@ impl Documented for SearchOp {
     summary = "Search the caller's files for lines holding some words (wsp extension)",
     description = "Needs `workspace:read`. The lines of the caller's live text files (under `prefix`) holding any of the words of `q`, best first: a query word matches each word of a line that starts with it, case-insensitively; a line scores 100 per distinct query word plus one per further occurrence; ties go to the later path (a newer daily log first), then the earlier line. On SQLite and PostgreSQL an index kept in each write's transaction picks the 200 best-ranked files whose lines are read (`truncated` says when more matched); the memory store reads every file. Binary files are never searched, and another tenant's or workspace's text never appears.",
     params(
-        ("q" = String, Query, min_length = 1, max_length = 256, description = "The words to look for (runs of letters and digits; at most 16 different words)."),
+        ("q" = String, Query, min_length = 1, max_length = 256, description = "The words to look for: runs of letters and digits (a query of punctuation alone matches nothing)."),
         ("prefix" = Option<String>, Query, description = "Search only the files whose path starts with this (a plain string prefix, as for the list)."),
         ("limit" = Option<u64>, Query, minimum = 1, maximum = 100, description = "Most lines to answer (default 10)."),
     ),
@@ -113,8 +121,17 @@ impl Documented for SearchOp {
 pub(crate) async fn search(
     State(state): State<AppState>,
     auth: Authed<WorkspaceRead>,
-    SearchParams(query): SearchParams,
+    SearchParams(query, text): SearchParams,
 ) -> Result<Reply, WireError> {
+    let Some(query) = query else {
+        return Ok(Reply::json(&WorkspaceSearchResults {
+            files_searched: 0,
+            matches: Vec::new(),
+            query: text,
+            total: 0,
+            truncated: false,
+        }));
+    };
     let found = state
         .inner
         .store

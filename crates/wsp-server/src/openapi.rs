@@ -218,9 +218,16 @@ fn declare_enforced(doc: &mut Value) {
                 "properties": {"contentEncoding": {"const": "base64"}},
             }),
         );
+        // `then` names the other properties too: validators that read the root's
+        // `additionalProperties: false` as applying to a subschema (Redocly's) would otherwise
+        // call them unevaluated.
         create.insert(
             "then".into(),
-            serde_json::json!({"properties": {"content": {"pattern": BASE64_PATTERN}}}),
+            serde_json::json!({"properties": {
+                "content": {"pattern": BASE64_PATTERN},
+                "contentEncoding": true,
+                "contentType": true,
+            }}),
         );
     }
     let Some(paths) = doc["paths"].as_object_mut() else {

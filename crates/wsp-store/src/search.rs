@@ -13,8 +13,6 @@ use wsp_types::{WorkspacePath, WorkspacePrefix};
 
 /// The longest query, in characters.
 pub const MAX_QUERY_CHARS: usize = 256;
-/// The most words a query may hold.
-pub const MAX_QUERY_TERMS: usize = 16;
 /// The most results one search returns.
 pub const MAX_SEARCH_RESULTS: usize = 100;
 /// The most files an indexed search reads lines from (the best-ranked first).
@@ -43,9 +41,6 @@ pub enum SearchQueryError {
         "the query must hold at least one word (letters or digits) in at most {MAX_QUERY_CHARS} characters"
     )]
     NoWords,
-    /// More words than [`MAX_QUERY_TERMS`].
-    #[error("the query holds more than {MAX_QUERY_TERMS} different words")]
-    TooManyWords,
     /// A limit outside 1..=[`MAX_SEARCH_RESULTS`].
     #[error("the limit must be from 1 to {MAX_SEARCH_RESULTS}")]
     Limit,
@@ -72,9 +67,6 @@ impl SearchQuery {
         let terms = terms(text);
         if terms.is_empty() {
             return Err(SearchQueryError::NoWords);
-        }
-        if terms.len() > MAX_QUERY_TERMS {
-            return Err(SearchQueryError::TooManyWords);
         }
         if !(1..=MAX_SEARCH_RESULTS).contains(&limit) {
             return Err(SearchQueryError::Limit);
@@ -264,11 +256,6 @@ mod tests {
                 .unwrap()
                 .terms(),
             ["a"]
-        );
-        let many: String = (0..17).map(|i| format!("w{i} ")).collect();
-        assert_eq!(
-            SearchQuery::new(&many, root(), 5),
-            Err(SearchQueryError::TooManyWords)
         );
         assert_eq!(
             SearchQuery::new(&"x".repeat(MAX_QUERY_CHARS + 1), root(), 5),

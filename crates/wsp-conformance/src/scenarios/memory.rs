@@ -141,12 +141,20 @@ pub(crate) async fn search_keeps_to_the_owner(ctx: &Ctx) -> ScenarioResult {
 /// WS-SRCH-003
 pub(crate) async fn bad_searches_refused(ctx: &Ctx) -> ScenarioResult {
     let a = ctx.as_a()?;
-    for query in ["", "?q=...", "?q=a&limit=0", "?q=a&limit=101", "?q=a&zzz=1"] {
+    for query in ["", "?q=", "?q=a&limit=0", "?q=a&limit=101", "?q=a&zzz=1"] {
         let reply = a.call("GET", format!("{SEARCH}{query}")).send().await?;
         reply.expect_error(400, "validation_error")?;
     }
+    let reply = a
+        .call("GET", format!("{SEARCH}?q={}", query_value("...")))
+        .send()
+        .await?;
+    let (found, total) = matches(&reply)?;
+    if !found.is_empty() || total != 0 {
+        return Err(reply.fail("a query with no word must match nothing"));
+    }
     Ok(Outcome::pass(
-        "no query, no words, a limit outside 1..=100 and an unknown parameter answer 400",
+        "no or an empty q, a limit outside 1..=100 and an unknown parameter answer 400; punctuation alone matches nothing",
     ))
 }
 

@@ -64,9 +64,23 @@ async fn search_ranks_the_callers_lines_only() {
     assert_eq!(theirs.matches[0].snippet, "Friday deploy secrets of B");
 
     let c = reqwest::Client::new();
+    let nothing = c
+        .get(s.url("/v1/host/workspace/search?q=..."))
+        .bearer_auth(&s.key_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(nothing.status(), StatusCode::OK, "no words match nothing");
+    let nothing: Value = nothing.json().await.unwrap();
+    assert_eq!(
+        (nothing["total"].as_u64(), nothing["query"].as_str()),
+        (Some(0), Some("..."))
+    );
+    let long = "a".repeat(257);
     for (query, field) in [
         ("", "q"),
-        ("q=...", "q"),
+        ("q=", "q"),
+        (&*format!("q={long}"), "q"),
         ("q=a&limit=0", "limit"),
         ("q=a&limit=101", "limit"),
         ("q=a&prefix=/etc", "prefix"),

@@ -20,6 +20,7 @@ plain closing line `N passed, N failed`. The exit status is 1 when any check fai
 
 import base64
 import json
+import re
 import sys
 import uuid
 
@@ -51,16 +52,20 @@ def main() -> int:
         cancel_run,
         create_run,
         get_run,
+        get_run_context,
         get_run_workspace_file,
         list_run_workspace_files,
         list_runs,
     )
     from wsp_api.api.workspace import (
+        append_memory,
         delete_workspace_file,
+        get_workspace_context,
         get_workspace_file,
         get_workspace_file_history,
         list_workspace_files,
         put_workspace_file,
+        search_workspace,
         workspace_events,
     )
     from wsp_api.models import (
@@ -69,6 +74,8 @@ def main() -> int:
         AgentInventoryEntry,
         Discovery,
         ErrorEnvelope,
+        MemoryAppend,
+        MemoryAppended,
         PublishRequest,
         PublishResponse,
         PutWorkspaceFileIfNoneMatch,
@@ -76,11 +83,13 @@ def main() -> int:
         RunCreate,
         RunCreated,
         RunList,
+        WorkspaceContext,
         WorkspaceEvent,
         WorkspaceFile,
         WorkspaceFileCreate,
         WorkspaceFileHistory,
         WorkspaceFileList,
+        WorkspaceSearchResults,
     )
 
     with open(document_path, encoding="utf-8") as fh:
@@ -340,6 +349,40 @@ def main() -> int:
         expect(page.runs[0].status == "cancelled", f"listed status {page.runs[0].status}")
         expect(isinstance(page.next_cursor, str), "no nextCursor on a full page")
 
+    def memory_and_context():
+        tag = f"genpy{uuid.uuid4().hex[:12]}"
+        appended = answered(
+            call("appendMemory", append_memory, client=client, body=MemoryAppend(text=f"{tag} remembered fact")),
+            200,
+            MemoryAppended,
+        )
+        expect(re.fullmatch(r"memory/\d{4}-\d{2}-\d{2}\.md", appended.path), f"path {appended.path}")
+        found = answered(
+            call("searchWorkspace", search_workspace, client=client, q=tag, prefix="memory/"),
+            200,
+            WorkspaceSearchResults,
+        )
+        expect(found.total == 1, f"total {found.total}")
+        expect(found.matches[0].snippet == f"{tag} remembered fact", f"snippet {found.matches[0].snippet}")
+        live = answered(
+            call("getWorkspaceContext", get_workspace_context, client=client, budget=200),
+            200,
+            WorkspaceContext,
+        )
+        expect(live.report.used_tokens <= 200, f"used {live.report.used_tokens}")
+        created = answered(
+            create_run.sync_detailed(client=client, body=RunCreate(workflow_id="gen-py.context")),
+            201,
+            RunCreated,
+        )
+        seen = answered(
+            call("getRunContext", get_run_context, created.run_id, client=client, budget=200),
+            200,
+            WorkspaceContext,
+        )
+        expect(seen.text == live.text, "a new run's context differs from the live one")
+        answered(cancel_run.sync_detailed(created.run_id, client=client), 200, Run)
+
     def agents():
         inventory = answered(call("listAgents", list_agents, client=client), 200, AgentInventory)
         expect(agent_id in [a.agent_id for a in inventory.agents], f"{agent_id} not listed")
@@ -440,6 +483,7 @@ def main() -> int:
     check("listWorkspaceFiles, getWorkspaceFileHistory", list_and_history)
     check("putWorkspaceFile bytes (contentEncoding base64), read back, listed size", put_bytes)
     check("createRun, getRun, run files, cancelRun, listRuns", runs)
+    check("appendMemory, searchWorkspace, getWorkspaceContext, getRunContext", memory_and_context)
     check("listAgents, getAgent (and unknown -> 404)", agents)
     check("publishWorkspaceFile", publish)
     check("workspaceEvents (400 generated; stream via its httpx client)", feed)

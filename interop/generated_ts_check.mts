@@ -261,6 +261,40 @@ async function runs() {
   expect(typeof page.data?.nextCursor === "string", "no nextCursor on a full page");
 }
 
+async function memoryAndContext() {
+  const tag = `gents${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const appended = await via(
+    "appendMemory",
+    client.POST("/v1/host/workspace/memory", { body: { text: `${tag} remembered fact` } }),
+  );
+  status(appended.response, 200);
+  expect(/^memory\/\d{4}-\d{2}-\d{2}\.md$/.test(appended.data?.path ?? ""), `path ${appended.data?.path}`);
+  const found = await via(
+    "searchWorkspace",
+    client.GET("/v1/host/workspace/search", { params: { query: { q: tag, prefix: "memory/" } } }),
+  );
+  status(found.response, 200);
+  expect(found.data?.total === 1, `total ${found.data?.total}`);
+  expect(found.data?.matches[0]?.snippet === `${tag} remembered fact`, `snippet ${found.data?.matches[0]?.snippet}`);
+  const live = await via(
+    "getWorkspaceContext",
+    client.GET("/v1/host/workspace/context", { params: { query: { budget: 200 } } }),
+  );
+  status(live.response, 200);
+  const report: Schemas["WorkspaceContextReport"] | undefined = live.data?.report;
+  expect(report !== undefined && report.usedTokens <= 200, `report ${JSON.stringify(report)}`);
+  const created = await client.POST("/v1/runs", { body: { workflowId: "gen-ts.context" } });
+  status(created.response, 201);
+  const runId = created.data?.runId ?? "";
+  const seen = await via(
+    "getRunContext",
+    client.GET("/v1/runs/{runId}/context", { params: { path: { runId }, query: { budget: 200 } } }),
+  );
+  status(seen.response, 200);
+  expect(seen.data?.text === live.data?.text, "a new run's context differs from the live one");
+  status((await client.POST("/v1/runs/{runId}/cancel", { params: { path: { runId } } })).response, 200);
+}
+
 async function agents() {
   const list = await via("listAgents", client.GET("/v1/agents"));
   status(list.response, 200);
@@ -373,6 +407,7 @@ await check("getWorkspaceFile, and ?version", getAndVersion);
 await check("listWorkspaceFiles, getWorkspaceFileHistory", listAndHistory);
 await check("putWorkspaceFile bytes (contentEncoding base64), read back, listed size", putBytes);
 await check("createRun, getRun, run files, cancelRun, listRuns", runs);
+await check("appendMemory, searchWorkspace, getWorkspaceContext, getRunContext", memoryAndContext);
 await check("listAgents, getAgent (and unknown -> 404)", agents);
 await check("publishWorkspaceFile", publish);
 await check("workspaceEvents (400, and the stream)", feed);

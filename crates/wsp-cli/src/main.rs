@@ -16,6 +16,7 @@ mod lifecycle;
 mod listen;
 mod location;
 mod mcp;
+mod memory;
 mod serve;
 mod sync;
 mod watch;
@@ -43,6 +44,10 @@ enum Command {
     Files(files::FilesArgs),
     /// Assemble the run-start context of a workspace on a running host, within a token budget.
     Context(context::ContextArgs),
+    /// Append to the daily memory log and search the workspace on a running host.
+    Memory(memory::MemoryArgs),
+    /// Record and list an agent's sessions in its session index on a running host.
+    Sessions(memory::SessionsArgs),
     /// The agent inventory and publishing on a running host; pack approvals in a data directory.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
@@ -103,6 +108,8 @@ fn main() -> ExitCode {
             Command::Files(args) => files::run(args).await?,
             Command::Agents(cmd) => agents::run(cmd).await?,
             Command::Context(args) => context::run(args).await?,
+            Command::Memory(args) => memory::run_memory(args).await?,
+            Command::Sessions(args) => memory::run_sessions(args).await?,
             Command::Mcp(args) => mcp::run(args).await?,
             Command::Backup(args) => backup::backup(args).await?,
             Command::Restore(args) => backup::restore(args).await?,

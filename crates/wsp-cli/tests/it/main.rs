@@ -14,6 +14,7 @@ mod data_modes;
 mod deploy;
 mod help;
 mod mcp;
+mod memory;
 mod mcp_resources;
 mod metrics;
 mod operations;

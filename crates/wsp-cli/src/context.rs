@@ -1,11 +1,12 @@
 //! `wsp context render`: the run-start context block of a workspace on a running host, read over
-//! HTTP (the live files, or a run's snapshot) and assembled by `wsp-context`.
+//! HTTP (the live files, or a run's snapshot), or of a workspace folder on disk (`--dir`), and
+//! assembled by `wsp-context`.
 
 use clap::{ArgGroup, Args, Subcommand};
 use wsp_client::{Client, Error};
 use wsp_context::{
-    ContextConfig, ContextReport, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, EntryOutcome,
-    ReadOutcome, Refusal, SourceError, SourceFuture, assemble,
+    ContextConfig, ContextReport, ContextSource, DEFAULT_BUDGET_TOKENS, DirectorySource, Entry,
+    EntryOutcome, ReadOutcome, Refusal, SourceError, SourceFuture, assemble,
 };
 use wsp_types::{ErrorCode, WorkspacePath, WorkspacePrefix};
 
@@ -27,7 +28,7 @@ enum ContextCommand {
 }
 
 #[derive(Debug, Args)]
-#[command(group(ArgGroup::new("view").args(["run", "live"])))]
+#[command(group(ArgGroup::new("view").args(["run", "live", "dir"])))]
 struct RenderArgs {
     /// Base URL of the host.
     #[arg(long, env = "WSP_URL", default_value = "http://127.0.0.1:8787")]
@@ -43,6 +44,15 @@ struct RenderArgs {
     /// Read the live workspace (the default).
     #[arg(long)]
     live: bool,
+    /// Read a workspace folder on disk instead of a host (seed 003's layout; without a value,
+    /// `.agentscope/workspace`). Files are read inside it only: a link leaving it is skipped.
+    #[arg(
+        long,
+        value_name = "DIR",
+        num_args = 0..=1,
+        default_missing_value = ".agentscope/workspace"
+    )]
+    dir: Option<std::path::PathBuf>,
     /// The budget, in tokens (estimated as characters / 4).
     #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_BUDGET_TOKENS)]
     budget: usize,
@@ -146,14 +156,26 @@ pub async fn run(args: ContextArgs) -> Result<(), Failure> {
 }
 
 async fn render(args: RenderArgs) -> Result<(), Failure> {
-    let client =
-        (args.tls.client(&args.url, args.key.as_deref())?.build()).map_err(Failure::remote)?;
     let mut config = ContextConfig::new(args.budget);
     for raw in &args.extra {
         let path = WorkspacePath::parse(raw)
             .map_err(|e| CliError(format!("invalid extra path {raw:?}: {e}")))?;
         config = config.extra(path);
     }
+    if let Some(dir) = &args.dir {
+        let source = DirectorySource::open(dir).map_err(|e| {
+            CliError(format!(
+                "cannot open the workspace folder {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let ctx = assemble(&source, &config)
+            .await
+            .map_err(|e| CliError(e.to_string()))?;
+        return print_rendered(&ctx, args.json);
+    }
+    let client =
+        (args.tls.client(&args.url, args.key.as_deref())?.build()).map_err(Failure::remote)?;
     if let Some(id) = &args.run {
         check_run_is_running(&client, id).await?;
     }
@@ -179,7 +201,12 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
     {
         check_run_is_running(&source.client, id).await?;
     }
-    if args.json {
+    print_rendered(&ctx, args.json)
+}
+
+/// The text (or, with `--json`, the report) on standard output, the summary on standard error.
+fn print_rendered(ctx: &wsp_context::RenderedContext, json: bool) -> Result<(), Failure> {
+    if json {
         println!("{}", serde_json::to_string_pretty(&ctx.report)?);
     } else {
         print!("{}", ctx.text);

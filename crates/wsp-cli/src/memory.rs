@@ -10,7 +10,7 @@ use chrono::Utc;
 use clap::{Args, Subcommand};
 use wsp_client::{Client, Error, PutOptions};
 use wsp_context::{RetryPolicy, SessionIndex, SessionRecord, session_index_path};
-use wsp_types::{ErrorCode, ETag};
+use wsp_types::{ETag, ErrorCode};
 
 use crate::CliError;
 use crate::failure::Failure;
@@ -118,10 +118,7 @@ async fn memory(args: MemoryArgs) -> Result<(), Failure> {
     let client = args.remote.client()?;
     match args.command {
         MemoryCommand::Append { text } => {
-            let done = client
-                .append_memory(&text)
-                .await
-                .map_err(Failure::remote)?;
+            let done = client.append_memory(&text).await.map_err(Failure::remote)?;
             if args.remote.json {
                 return print_json(&done);
             }

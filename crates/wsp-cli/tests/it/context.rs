@@ -192,3 +192,40 @@ fn bad_input_is_refused_with_a_message() {
         text(&no_key.stderr)
     );
 }
+
+/// `--dir` renders a workspace folder on disk (no host needed); without a value it reads
+/// seed 003's `.agentscope/workspace` under the working directory; a missing folder is one
+/// clear line.
+#[test]
+fn render_a_folder_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join(".agentscope/workspace");
+    std::fs::create_dir_all(ws.join("knowledge")).unwrap();
+    std::fs::write(ws.join("AGENTS.md"), "# Reviewer\nBe brief.\n").unwrap();
+    std::fs::write(ws.join("knowledge/style.md"), "Tabs.\n").unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_wsp"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("WSP_URL")
+            .env_remove("WSP_API_KEY")
+            .output()
+            .unwrap()
+    };
+    let named = run(&["context", "render", "--dir", ws.to_str().unwrap(), "--budget", "400"]);
+    assert!(named.status.success(), "{}", text(&named.stderr));
+    let out = text(&named.stdout);
+    assert!(out.contains("Be brief."), "{out}");
+    assert!(out.contains("[MISSING: MEMORY.md]"), "{out}");
+    assert!(out.contains("- knowledge/style.md"), "{out}");
+    let default = run(&["context", "render", "--dir", "--budget", "400"]);
+    assert!(default.status.success(), "{}", text(&default.stderr));
+    assert_eq!(text(&default.stdout), out);
+    let missing = run(&["context", "render", "--dir", "nope"]);
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = text(&missing.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot open the workspace folder nope"), "{stderr}");
+    let both = run(&["context", "render", "--dir", "x", "--live"]);
+    assert_eq!(both.status.code(), Some(2), "--dir and --live conflict");
+}

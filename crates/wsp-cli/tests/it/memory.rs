@@ -25,7 +25,10 @@ fn err(o: &Output) -> String {
 fn memory_lines_are_appended_and_found_and_sessions_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(&dir.path().join("data"), &[]);
-    let today = chrono::Utc::now().date_naive().format("%Y-%m-%d").to_string();
+    let today = chrono::Utc::now()
+        .date_naive()
+        .format("%Y-%m-%d")
+        .to_string();
 
     let appended = run(&server, &["memory", "append", "Friday deploys are off."]);
     assert!(appended.status.success(), "{}", err(&appended));
@@ -41,8 +44,15 @@ fn memory_lines_are_appended_and_found_and_sessions_recorded() {
             "memory/{today}.md:1: Friday deploys are off.\nmemory/{today}.md:2: Deploy on Tuesdays.\n"
         )
     );
-    assert!(err(&found).starts_with("2 matching lines in 1 file searched"), "{}", err(&found));
-    let json = run(&server, &["memory", "search", "tuesdays", "--json", "--limit", "1"]);
+    assert!(
+        err(&found).starts_with("2 matching lines in 1 file searched"),
+        "{}",
+        err(&found)
+    );
+    let json = run(
+        &server,
+        &["memory", "search", "tuesdays", "--json", "--limit", "1"],
+    );
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(value["matches"][0]["line"], 2);
 
@@ -57,7 +67,15 @@ fn memory_lines_are_appended_and_found_and_sessions_recorded() {
             std::thread::spawn(move || {
                 let id = format!("s-{n}");
                 wsp(
-                    &["sessions", "record", &id, "--agent", "reviewer", "--summary", "first"],
+                    &[
+                        "sessions",
+                        "record",
+                        &id,
+                        "--agent",
+                        "reviewer",
+                        "--summary",
+                        "first",
+                    ],
                     &[("WSP_URL", &url), ("WSP_API_KEY", &key)],
                     None,
                 )
@@ -68,9 +86,14 @@ fn memory_lines_are_appended_and_found_and_sessions_recorded() {
         let o = c.join().unwrap();
         assert!(o.status.success(), "{}", err(&o));
     }
-    let updated = run(&server, &["sessions", "record", "s-3", "--agent", "reviewer"]);
+    let updated = run(
+        &server,
+        &["sessions", "record", "s-3", "--agent", "reviewer"],
+    );
     assert!(
-        out(&updated).starts_with("updated session s-3 in agents/reviewer/sessions/sessions.json (6 sessions)"),
+        out(&updated).starts_with(
+            "updated session s-3 in agents/reviewer/sessions/sessions.json (6 sessions)"
+        ),
         "{}",
         out(&updated)
     );
@@ -79,12 +102,18 @@ fn memory_lines_are_appended_and_found_and_sessions_recorded() {
     assert_eq!(lines.len(), 6, "{lines:?}");
     for n in 0..6 {
         assert!(
-            lines.iter().any(|l| l.starts_with(&format!("s-{n}\t")) && l.ends_with("\tfirst")),
+            lines
+                .iter()
+                .any(|l| l.starts_with(&format!("s-{n}\t")) && l.ends_with("\tfirst")),
             "s-{n} in {lines:?}"
         );
     }
     let empty = run(&server, &["sessions", "ls", "--agent", "nobody"]);
-    assert!(empty.status.success() && out(&empty).is_empty(), "{}", err(&empty));
+    assert!(
+        empty.status.success() && out(&empty).is_empty(),
+        "{}",
+        err(&empty)
+    );
     let bad = run(&server, &["sessions", "record", "../x"]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(err(&bad).contains("session id"), "{}", err(&bad));

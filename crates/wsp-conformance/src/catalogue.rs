@@ -124,7 +124,7 @@ pub static CATALOGUE: &[Scenario] = &[
     scenario!("WS-SRCH-002", "RFC 0059 §E WCT-1, WIRE §4 (wsp extension)", SEARCH, "A search never shows another tenant's text", memory::search_keeps_to_the_owner),
     scenario!("WS-SRCH-003", "WIRE §3 (wsp extension)", SEARCH, "A search with no or an empty q, a limit outside 1..=100 or an unknown parameter answers 400; punctuation alone matches nothing", memory::bad_searches_refused),
     scenario!("WS-MEM-001", "WIRE §4 (wsp extension)", MEMORY, "24 concurrent memory appends are each in today's log memory/YYYY-MM-DD.md exactly once", memory::concurrent_appends_lose_nothing),
-    scenario!("WS-MEM-002", "WIRE §3 (wsp extension)", MEMORY, "A memory line with a break, a blank one, one over 4096 bytes or an unknown key answers 400 and writes nothing", memory::bad_lines_refused),
+    scenario!("WS-MEM-002", "WIRE §3 (wsp extension)", MEMORY, "A memory line with a break, a blank one, one over 4096 characters or an unknown key answers 400 and writes nothing", memory::bad_lines_refused),
     scenario!("WS-BIN-003", "WIRE §3 (wsp extension)", BINARY_LIMIT, "maxFileBytes counts the decoded bytes of a base64 body", binary::limit_counts_decoded_bytes),
 
     scenario!("WS-DEL-001", "RFC 0059 §C", WS, "DELETE answers 204 with no body; GET then answers 404", delete::delete_then_404),

@@ -26,8 +26,23 @@ pub(crate) const MEMORY: &str = "/v1/host/workspace/memory";
 /// Results of a search that gives no `limit`.
 pub(crate) const DEFAULT_SEARCH_RESULTS: usize = 10;
 
-/// The longest line `POST /v1/host/workspace/memory` appends, in bytes.
-pub(crate) const MAX_MEMORY_LINE_BYTES: usize = 4096;
+/// The longest line `POST /v1/host/workspace/memory` appends, in characters.
+pub(crate) const MAX_MEMORY_LINE_CHARS: usize = 4096;
+
+/// What a memory line must be, exactly as the OpenAPI document says it (`minLength` 1,
+/// `maxLength` 4096, a character other than a space or a tab, no CR or LF).
+pub(crate) fn check_line(line: &str) -> Result<(), &'static str> {
+    if line.contains(['\n', '\r']) {
+        return Err("text holds a line break; append each line with its own request");
+    }
+    if line.chars().all(|c| c == ' ' || c == '\t') {
+        return Err("text is empty or only spaces; give the line to remember");
+    }
+    if line.chars().count() > MAX_MEMORY_LINE_CHARS {
+        return Err("text is over 4096 characters; a memory line is one short fact");
+    }
+    Ok(())
+}
 
 /// `?q=...&prefix=...&limit=N` of a search; `None` when `q` holds no word (nothing matches).
 pub(crate) struct SearchParams(Option<SearchQuery>, String);
@@ -167,7 +182,7 @@ pub(crate) struct AppendBody {
 /// A line the log cannot take.
 const BAD_LINE: Failure = fails::fail(
     ErrorCode::ValidationError,
-    "`text` is empty, holds a line break or is over 4096 bytes (`details.field`)",
+    "`text` is empty, only spaces, holds a line break or is over 4096 characters (`details.field`)",
 );
 /// Other writers changed the log on every attempt.
 const CONTENDED: Failure = fails::fail(
@@ -195,7 +210,7 @@ impl Documented for AppendMemoryOp {
     tag = "workspace",
     operation_id = "appendMemory",
     summary = "Append a line to today's memory log (wsp extension)",
-    description = "Needs `workspace:write`. Appends `text` as one line to the caller's daily memory log `memory/YYYY-MM-DD.md` (today in UTC), creating it: a conditional write retried on conflict, so concurrent appends never lose a line and earlier lines never change. The log's new version is an ordinary file version (history, the change feed, `updatedBy` the caller). A configured secret in the line is redacted as in any write; a log that would pass `maxFileBytes` is refused (413). Not idempotent: a retried request appends again.",
+    description = "Needs `workspace:write`. Appends `text` (no CR or LF, not only spaces and tabs, at most 4096 characters) as one line to the caller's daily memory log `memory/YYYY-MM-DD.md` (today in UTC), creating it: a conditional write retried on conflict, so concurrent appends never lose a line and earlier lines never change. The log's new version is an ordinary file version (history, the change feed, `updatedBy` the caller). A configured secret in the line is redacted as in any write; a log that would pass `maxFileBytes` is refused (413). Not idempotent: a retried request appends again.",
     request_body(content = ref("#/components/schemas/MemoryAppend"), content_type = "application/json"),
     security(("bearerAuth" = [])),
     responses(
@@ -207,23 +222,13 @@ pub(crate) async fn append(
     auth: Authed<WorkspaceWrite>,
     body: JsonBody<AppendBody>,
 ) -> Result<Reply, WireError> {
-    let text = body.value.text;
-    let line = text.strip_suffix('\n').unwrap_or(&text);
-    let line = line.strip_suffix('\r').unwrap_or(line);
-    let bad = |problem: &str| Err(WireError::validation(problem).with_detail("field", "text"));
-    if line.trim().is_empty() {
-        return bad("text is empty; give the line to remember");
-    }
-    if line.contains(['\n', '\r']) {
-        return bad("text holds a line break; append each line with its own request");
-    }
-    if line.len() > MAX_MEMORY_LINE_BYTES {
-        return bad("text is over 4096 bytes; a memory line is one short fact");
-    }
+    let line = body.value.text;
+    check_line(&line)
+        .map_err(|problem| WireError::validation(problem).with_detail("field", "text"))?;
     let options = WriteOptions::default().with_author(Some(auth.principal.clone()));
     let today = Utc::now().date_naive();
     let store = state.inner.store.as_ref();
-    let updated = append_memory_line(store, &auth.owner, today, line, &options)
+    let updated = append_memory_line(store, &auth.owner, today, &line, &options)
         .await
         .map_err(|e| match e {
             WriteError::Store(e) => WireError::from_store(e, "memory log"),
@@ -240,4 +245,49 @@ pub(crate) async fn append(
         path: file.meta.path,
         version: std::num::NonZeroU64::new(file.meta.version).unwrap_or(std::num::NonZeroU64::MIN),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document's constraints on `text` accept exactly what [`check_line`] accepts: every
+    /// string of up to six characters over `a`, space, tab, LF and CR, and the length bounds.
+    #[test]
+    fn the_documented_line_is_the_check() {
+        let doc = crate::openapi::document();
+        let text = doc
+            .pointer("/components/schemas/MemoryAppend/properties/text")
+            .expect("MemoryAppend.text")
+            .clone();
+        let some = regex::Regex::new(text["pattern"].as_str().expect("pattern")).unwrap();
+        let never =
+            regex::Regex::new(text["not"]["pattern"].as_str().expect("not.pattern")).unwrap();
+        let (min, max) = (
+            text["minLength"].as_u64().unwrap(),
+            text["maxLength"].as_u64().unwrap(),
+        );
+        let documented = |s: &str| {
+            let n = s.chars().count() as u64;
+            n >= min && n <= max && some.is_match(s) && !never.is_match(s)
+        };
+        let mut samples = vec![String::new()];
+        let mut frontier = vec![String::new()];
+        for _ in 0..6 {
+            frontier = frontier
+                .iter()
+                .flat_map(|s| ['a', ' ', '\t', '\n', '\r'].map(|c| format!("{s}{c}")))
+                .collect();
+            samples.extend(frontier.iter().cloned());
+        }
+        samples.extend([
+            "é".repeat(4096),
+            "é".repeat(4097),
+            format!("{}\n", "a".repeat(10)),
+        ]);
+        for s in &samples {
+            assert_eq!(documented(s), check_line(s).is_ok(), "{s:?}");
+        }
+        assert!(samples.len() > 19_000);
+    }
 }

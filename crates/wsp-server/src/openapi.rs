@@ -205,6 +205,16 @@ fn declare_enforced(doc: &mut Value) {
         content_type.insert("pattern".into(), Value::from(MEDIA_TYPE_PATTERN));
         content_type.insert("maxLength".into(), Value::from(MediaType::MAX_LEN));
     }
+    // A memory line: some character other than a space or a tab, and no CR or LF anywhere
+    // (`not` with a search pattern: the same in every regular expression dialect, where an
+    // anchored "no line break" is not).
+    if let Some(text) = doc
+        .pointer_mut("/components/schemas/MemoryAppend/properties/text")
+        .and_then(Value::as_object_mut)
+    {
+        text.insert("pattern".into(), Value::from("[^ \t]"));
+        text.insert("not".into(), serde_json::json!({"pattern": "[\r\n]"}));
+    }
     // With `contentEncoding: base64`, `content` is canonical base64 (JSON Schema 2020-12
     // `if`/`then`, which generators that do not know it ignore).
     if let Some(create) = doc

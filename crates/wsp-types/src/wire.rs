@@ -259,10 +259,10 @@ pub struct ManifestRuntimeCapability {
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryAppend {
-    /// The line: text with no line break (a trailing one is dropped), not only spaces, at most 4096 bytes.
+    /// The line: at most 4096 characters, no CR or LF, not only spaces and tabs.
     pub text: MemoryAppendText,
 }
-/// The line: text with no line break (a trailing one is dropped), not only spaces, at most 4096 bytes.
+/// The line: at most 4096 characters, no CR or LF, not only spaces and tabs.
 #[derive(::serde::Serialize, Clone, Debug, Eq, Hash, Ord, PartialEq, PartialOrd)]
 #[serde(transparent)]
 pub struct MemoryAppendText(::std::string::String);

@@ -212,7 +212,14 @@ fn render_a_folder_on_disk() {
             .output()
             .unwrap()
     };
-    let named = run(&["context", "render", "--dir", ws.to_str().unwrap(), "--budget", "400"]);
+    let named = run(&[
+        "context",
+        "render",
+        "--dir",
+        ws.to_str().unwrap(),
+        "--budget",
+        "400",
+    ]);
     assert!(named.status.success(), "{}", text(&named.stderr));
     let out = text(&named.stdout);
     assert!(out.contains("Be brief."), "{out}");
@@ -225,7 +232,10 @@ fn render_a_folder_on_disk() {
     assert_eq!(missing.status.code(), Some(1));
     let stderr = text(&missing.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("cannot open the workspace folder nope"), "{stderr}");
+    assert!(
+        stderr.contains("cannot open the workspace folder nope"),
+        "{stderr}"
+    );
     let both = run(&["context", "render", "--dir", "x", "--live"]);
     assert_eq!(both.status.code(), Some(2), "--dir and --live conflict");
 }

@@ -267,6 +267,6 @@ pub(crate) async fn bad_lines_refused(ctx: &Ctx) -> ScenarioResult {
         return Err(reply.fail(format!("a refused line was written: {found:?}")));
     }
     Ok(Outcome::pass(
-        "a line break, a blank line, over 4096 bytes and an unknown key answer 400 and write nothing",
+        "a line break, a blank line, over 4096 characters and an unknown key answer 400 and write nothing",
     ))
 }

@@ -149,8 +149,8 @@ async fn concurrent_appends_never_lose_a_line() {
     assert_eq!(log.updated_by.as_deref(), Some("alice"));
 }
 
-/// A line with a break, an empty one, one over 4096 bytes and an unknown key are 400 and
-/// write nothing; a read-only key is 403; a trailing newline is dropped.
+/// A line with a break (a trailing one too), an empty one, one over 4096 characters and an
+/// unknown key are 400 and write nothing; a read-only key is 403.
 #[tokio::test]
 async fn a_memory_line_is_one_line_of_text() {
     let s = start().await;
@@ -163,6 +163,7 @@ async fn a_memory_line_is_one_line_of_text() {
     };
     for body in [
         json!({"text": "two\nlines"}),
+        json!({"text": "trailing\n"}),
         json!({"text": "  "}),
         json!({"text": "x".repeat(4097)}),
         json!({"text": "a", "path": "x.md"}),
@@ -177,7 +178,7 @@ async fn a_memory_line_is_one_line_of_text() {
     ));
     let resp = post(&s.key_a_read, json!({"text": "no"})).await.unwrap();
     assert_eq!(resp.status(), StatusCode::FORBIDDEN);
-    let done = s.a().append_memory("kept\n").await.unwrap();
+    let done = s.a().append_memory("kept").await.unwrap();
     assert_eq!((done.line.get(), done.version.get()), (1, 1));
     assert_eq!(
         s.a().get(&p(&today_log()), None).await.unwrap().content,

@@ -368,12 +368,14 @@ async def main() -> int:
         async def context_prompt(client):
             prompts = (await client.list_prompts()).prompts
             expect([p.name for p in prompts] == ["run_start_context"], f"prompts {[p.name for p in prompts]}")
-            expect([a.name for a in prompts[0].arguments] == ["budget"], f"arguments {prompts[0].arguments}")
-            got = await client.get_prompt("run_start_context", arguments={"budget": "500"})
+            expect([a.name for a in prompts[0].arguments] == ["budget", "session"], f"arguments {prompts[0].arguments}")
+            got = await client.get_prompt("run_start_context", arguments={"budget": "500", "session": "s-1"})
             expect(len(got.messages) == 1, f"{len(got.messages)} messages")
             text = got.messages[0].content.text
             expect(len(text) // 4 <= 500, f"{len(text)} characters for a budget of 500 tokens")
             expect("You review pull requests." in text, "AGENTS.md not in the block")
+            expect(text.startswith("## Session Context\n"), "no ## Session Context first")
+            expect("- Session: s-1\n" in text, "the session id is not in the Session Context")
             expect("read /workspace/MEMORY.md or use memory_search for older entries]" in text,
                    "no truncation marker naming /workspace/MEMORY.md and memory_search")
             expect("- /workspace/knowledge/style.md" in text, "the knowledge listing lacks /workspace/knowledge/style.md")

@@ -6,7 +6,7 @@ use clap::{ArgGroup, Args, Subcommand};
 use wsp_client::{Client, Error};
 use wsp_context::{
     ContextConfig, ContextReport, ContextSource, DEFAULT_BUDGET_TOKENS, DirectorySource, Entry,
-    EntryOutcome, ReadOutcome, Refusal, SourceError, SourceFuture, assemble,
+    EntryOutcome, ReadOutcome, Refusal, SessionContext, SourceError, SourceFuture, assemble,
 };
 use wsp_types::{ErrorCode, WorkspacePath, WorkspacePrefix};
 
@@ -59,6 +59,13 @@ struct RenderArgs {
     /// Extra workspace files to load after knowledge/, in order.
     #[arg(long, value_name = "PATH", num_args = 1..)]
     extra: Vec<String>,
+    /// Open the block with seed 003's `## Session Context` (today's date in UTC, the
+    /// workspace, and the session id when one is given).
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    session: Option<String>,
+    /// Add seed 003's `## Workspace guidance` (how the workspace is laid out and kept).
+    #[arg(long)]
+    guidance: bool,
     /// Print the report (what was included, truncated, skipped and why) as JSON instead of the
     /// context.
     #[arg(long)]
@@ -156,7 +163,28 @@ pub async fn run(args: ContextArgs) -> Result<(), Failure> {
 }
 
 async fn render(args: RenderArgs) -> Result<(), Failure> {
-    let mut config = ContextConfig::new(args.budget);
+    let session = match args.session.as_deref() {
+        None => None,
+        Some(id) => {
+            let id = (!id.is_empty()).then(|| id.to_owned());
+            if let Some(id) = &id
+                && !valid_session_id(id)
+            {
+                return Err(CliError(format!(
+                    "--session {id:?}: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+                ))
+                .into());
+            }
+            let today = chrono::Utc::now()
+                .date_naive()
+                .format("%Y-%m-%d")
+                .to_string();
+            Some(SessionContext::new(today).with_session_id(id))
+        }
+    };
+    let mut config = ContextConfig::new(args.budget)
+        .with_session(session)
+        .with_guidance(args.guidance);
     for raw in &args.extra {
         let path = WorkspacePath::parse(raw)
             .map_err(|e| CliError(format!("invalid extra path {raw:?}: {e}")))?;
@@ -202,6 +230,15 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
         check_run_is_running(&source.client, id).await?;
     }
     print_rendered(&ctx, args.json)
+}
+
+/// A session id: one path component of at most 128 bytes.
+fn valid_session_id(id: &str) -> bool {
+    id.len() <= 128
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 /// The text (or, with `--json`, the report) on standard output, the summary on standard error.

@@ -21,6 +21,8 @@ pub const MAX_SUMMARY_CHARS: usize = 160;
 pub const AGENTS_PATH: &str = "AGENTS.md";
 /// `MEMORY.md`.
 pub const MEMORY_PATH: &str = "MEMORY.md";
+/// The machine-loaded memory index (RFC 0059 ruling 3), rendered after `MEMORY.md` when present.
+pub const MEMORY_INDEX_PATH: &str = "MEMORY-INDEX.json";
 /// `knowledge/KNOWLEDGE.md`.
 pub const KNOWLEDGE_PATH: &str = "knowledge/KNOWLEDGE.md";
 /// The knowledge directory, listed.
@@ -114,6 +116,40 @@ pub struct ContextConfig {
     /// marker (`[TRUNCATED: N tokens omitted, read /workspace/MEMORY.md or use memory_search
     /// for older entries]`, as seed 003 does). Default false.
     pub memory_search: bool,
+    /// Whether the reader has the `memory_append` tool: the workspace guidance then says to
+    /// add facts to today's log with it. Default false.
+    pub memory_append: bool,
+    /// Seed 003's `## Session Context` before the files (date, workspace path, session id),
+    /// when given. Default none.
+    pub session: Option<SessionContext>,
+    /// Seed 003's `## Workspace guidance` before the files: how the workspace is laid out and
+    /// kept. Default false.
+    pub guidance: bool,
+}
+
+/// What `## Session Context` says: the caller's facts about this run, never read from a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionContext {
+    /// Today's date as the caller sees it (`2026-11-26`).
+    pub date: String,
+    /// The session's id, when the caller has one.
+    pub session_id: Option<String>,
+}
+
+impl SessionContext {
+    /// A session context of `date` (`YYYY-MM-DD`) without a session id.
+    pub fn new(date: impl Into<String>) -> Self {
+        Self {
+            date: date.into(),
+            session_id: None,
+        }
+    }
+
+    /// This session context with [`SessionContext::session_id`] set.
+    pub fn with_session_id(mut self, session_id: Option<String>) -> Self {
+        self.session_id = session_id;
+        self
+    }
 }
 
 impl ContextConfig {
@@ -155,6 +191,86 @@ impl ContextConfig {
         self
     }
 
+    /// This configuration with [`ContextConfig::session`] set.
+    pub fn with_session(mut self, session: Option<SessionContext>) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// This configuration with [`ContextConfig::guidance`] set.
+    pub fn with_guidance(mut self, guidance: bool) -> Self {
+        self.guidance = guidance;
+        self
+    }
+
+    /// The `## Session Context` section, when configured.
+    fn session_text(&self) -> Option<String> {
+        let session = self.session.as_ref()?;
+        let workspace = self
+            .path_root
+            .as_deref()
+            .map_or("/", |r| if r.is_empty() { "/" } else { r });
+        let mut text = format!(
+            "## Session Context\n\n- Date: {}\n- Workspace: {workspace}\n",
+            session.date
+        );
+        if let Some(id) = &session.session_id {
+            text.push_str(&format!("- Session: {id}\n"));
+        }
+        text.push('\n');
+        Some(text)
+    }
+
+    /// The `## Workspace guidance` section, when configured. It names only what is there
+    /// (`AGENTS.md`, `MEMORY.md` and `knowledge/` when they were found, the daily logs when the
+    /// reader can append to them), so that every path it shows is one the reader can open.
+    fn guidance_text(&self, inputs: &ContextInputs) -> Option<String> {
+        if !self.guidance {
+            return None;
+        }
+        let found = |r: &ReadOutcome| matches!(r, ReadOutcome::Found(_));
+        let mut text = String::from(
+            "## Workspace guidance\n\nYour workspace persists between runs; its key files are \
+             loaded below.",
+        );
+        if found(&inputs.agents) {
+            text.push_str(&format!(
+                " {} says who you are and how you work.",
+                self.shown(AGENTS_PATH)
+            ));
+        }
+        if found(&inputs.memory) {
+            text.push_str(&format!(
+                " {} holds what was kept long-term.",
+                self.shown(MEMORY_PATH)
+            ));
+        }
+        if self.memory_append {
+            text.push_str(&format!(
+                " Add a fact worth keeping as one line to today's log in {} (named \
+                 YYYY-MM-DD.md) with memory_append.",
+                self.shown("memory/")
+            ));
+        }
+        if self.memory_search {
+            text.push_str(" Look up older entries with memory_search.");
+        }
+        if !inputs.knowledge_files.is_empty() {
+            text.push_str(&format!(
+                " {} holds reference files: read one when you need it.",
+                self.shown(KNOWLEDGE_DIR)
+            ));
+        }
+        text.push_str("\n\n");
+        Some(text)
+    }
+
+    /// This configuration with [`ContextConfig::memory_append`] set.
+    pub fn with_memory_append(mut self, memory_append: bool) -> Self {
+        self.memory_append = memory_append;
+        self
+    }
+
     /// This configuration with [`ContextConfig::memory_search`] set.
     pub fn with_memory_search(mut self, memory_search: bool) -> Self {
         self.memory_search = memory_search;
@@ -186,6 +302,9 @@ impl ContextConfig {
             index: true,
             path_root: None,
             memory_search: false,
+            memory_append: false,
+            session: None,
+            guidance: false,
         }
     }
 
@@ -229,6 +348,8 @@ pub struct ContextInputs {
     pub agents: ReadOutcome,
     /// `MEMORY.md`.
     pub memory: ReadOutcome,
+    /// `MEMORY-INDEX.json` (rendered only when it is there: `Missing` adds nothing).
+    pub memory_index: ReadOutcome,
     /// `knowledge/KNOWLEDGE.md`.
     pub knowledge: ReadOutcome,
     /// Every file under `knowledge/`.
@@ -299,6 +420,7 @@ impl ContextInputs {
     ) -> Result<Self, SourceError> {
         let agents = source.read(&path(AGENTS_PATH)).await?;
         let memory = source.read(&path(MEMORY_PATH)).await?;
+        let memory_index = source.read(&path(MEMORY_INDEX_PATH)).await?;
         let knowledge = source.read(&path(KNOWLEDGE_PATH)).await?;
         let knowledge_files = source
             .list(&prefix(KNOWLEDGE_DIR))
@@ -340,6 +462,7 @@ impl ContextInputs {
             source: source.describe(),
             agents,
             memory,
+            memory_index,
             knowledge,
             knowledge_files,
             extras,
@@ -379,6 +502,15 @@ impl ContextInputs {
                 floors.knowledge.tokens(budget),
             ),
         ];
+        if self.memory_index != ReadOutcome::Missing {
+            // After MEMORY.md and the knowledge entry point, with an extra file's floor.
+            blocks.push(file_block(
+                Section::MemoryIndex,
+                &config.shown(MEMORY_INDEX_PATH),
+                &self.memory_index,
+                floors.extra.tokens(budget),
+            ));
+        }
         if !self.knowledge_files.is_empty() {
             let dir = config.shown(KNOWLEDGE_DIR);
             blocks.push(Block {
@@ -432,7 +564,42 @@ impl ContextInputs {
             index_notes.push((blocks.len() - 1, notes));
         }
 
-        let layout = lay_out(&blocks, budget, counter);
+        // The sections before the files, each whole or not at all: they come first, and the
+        // files share what they leave.
+        let mut preamble = String::new();
+        let mut preamble_entries = Vec::new();
+        for (section, text) in [
+            (Section::Session, config.session_text()),
+            (Section::Guidance, config.guidance_text(self)),
+        ] {
+            let Some(text) = text else { continue };
+            let cost = counter.count(&text);
+            let fits = counter.count(&format!("{preamble}{text}")) <= budget;
+            if fits {
+                preamble.push_str(&text);
+            }
+            preamble_entries.push(crate::report::ReportEntry {
+                section,
+                path: String::new(),
+                outcome: if fits {
+                    EntryOutcome::Included
+                } else {
+                    EntryOutcome::Omitted
+                },
+                full_tokens: cost,
+                included_tokens: if fits { cost } else { 0 },
+                omitted_tokens: if fits { 0 } else { cost },
+                floor_tokens: 0,
+                reason: (!fits).then(|| "the budget cannot hold it".to_owned()),
+                escaped_tags: 0,
+            });
+        }
+        let left = budget.saturating_sub(counter.count(&preamble));
+        let mut layout = lay_out(&blocks, left, counter);
+        if !preamble.is_empty() {
+            layout.text = format!("{preamble}{}", layout.text);
+            layout.used = counter.count(&layout.text);
+        }
         let mut entries = layout.entries;
         // Index entries that could not be read follow their index in the report.
         for (at, notes) in index_notes.into_iter().rev() {
@@ -447,6 +614,7 @@ impl ContextInputs {
             });
             entries.splice(at + 1..at + 1, notes);
         }
+        let entries: Vec<_> = preamble_entries.into_iter().chain(entries).collect();
         RenderedContext {
             text: layout.text,
             report: ContextReport {
@@ -571,8 +739,11 @@ fn index_note(section: Section, path: &str, outcome: EntryOutcome, reason: &str)
 
 fn section_name(section: Section) -> &'static str {
     match section {
+        Section::Session => "session",
+        Section::Guidance => "guidance",
         Section::Agents => "agents",
         Section::Memory => "memory",
+        Section::MemoryIndex => "memory_index",
         Section::Knowledge => "knowledge",
         Section::KnowledgeListing => "knowledge_listing",
         Section::Extra => "extra",

@@ -59,8 +59,9 @@ mod update;
 
 pub use assemble::{
     AGENTS_PATH, ContextConfig, ContextInputs, DEFAULT_BUDGET_TOKENS, Floor, Floors, IndexEntry,
-    KNOWLEDGE_DIR, KNOWLEDGE_PATH, MAX_SUMMARY_CHARS, MEMORY_PATH, RenderedContext, SKILLS_DIR,
-    SUBAGENTS_DIR, assemble, neutralize_closing_tags, summary_line,
+    KNOWLEDGE_DIR, KNOWLEDGE_PATH, MAX_SUMMARY_CHARS, MEMORY_INDEX_PATH, MEMORY_PATH,
+    RenderedContext, SKILLS_DIR, SUBAGENTS_DIR, SessionContext, assemble, neutralize_closing_tags,
+    summary_line,
 };
 pub use dir_source::{DEFAULT_MAX_FILE_BYTES, DirectorySource};
 pub use memory_log::{append_memory_line, memory_log_path};

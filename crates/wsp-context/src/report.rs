@@ -61,10 +61,16 @@ fn is_zero(n: &usize) -> bool {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Section {
+    /// `## Session Context`: the date, the workspace's path and the session, before the files.
+    Session,
+    /// `## Workspace guidance`: how the workspace is laid out and kept, before the files.
+    Guidance,
     /// `AGENTS.md`: persona and behaviour guidelines.
     Agents,
     /// `MEMORY.md`: curated long-term memory.
     Memory,
+    /// `MEMORY-INDEX.json`: the machine-loaded memory index (RFC 0059 ruling 3), when present.
+    MemoryIndex,
     /// `knowledge/KNOWLEDGE.md`: the domain knowledge entry point.
     Knowledge,
     /// The listing of `knowledge/`.

@@ -5,9 +5,11 @@
 use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 use serde_json::Value;
 use wsp_context::{
-    ContextConfig, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, ReadOutcome, Refusal, SourceError,
-    SourceFuture, assemble,
+    ContextConfig, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, ReadOutcome, Refusal,
+    SessionContext, SourceError, SourceFuture, assemble,
 };
+
+use crate::memory::session_id_ok;
 use wsp_types::{WorkspacePath, WorkspacePrefix};
 use wsp_vfs::{AccessScope, GlobArgs, Vfs, VfsError, VfsErrorCode, VirtualPath};
 
@@ -69,8 +71,10 @@ impl ContextRoot {
         Prompt::new(
             CONTEXT_PROMPT,
             Some(format!(
-                "The agent's run-start context from {}: AGENTS.md, MEMORY.md, knowledge/KNOWLEDGE.md \
-                 and a listing of knowledge/, and an index of skills/ and subagents/, within a \
+                "The agent's run-start context from {}: seed 003's Session Context (today's date, \
+                 the workspace, the session) and Workspace guidance, then AGENTS.md, MEMORY.md \
+                 (and MEMORY-INDEX.json when present), knowledge/KNOWLEDGE.md and a listing of \
+                 knowledge/, and an index of skills/ and subagents/, within a \
                  token budget that is never exceeded; every cut is marked with the path to read. \
                  Put the text in the system prompt (MCP prompt messages have no system role, so it \
                  arrives as one user message).",
@@ -84,23 +88,39 @@ impl ContextRoot {
                          1..={MAX_PROMPT_BUDGET}; default {DEFAULT_BUDGET_TOKENS}."
                     ))
                     .with_required(false),
+                PromptArgument::new("session")
+                    .with_title("Session id")
+                    .with_description(
+                        "The session's id, shown in the block's ## Session Context (letters, \
+                         digits, '.', '_', '-').",
+                    )
+                    .with_required(false),
             ]),
         )
         .with_title("Run-start context")
     }
 
     /// `prompts/get`: the rendered block as one message, or why the arguments are refused. With
-    /// `memory_search` (the tool is offered), a cut `MEMORY.md` points to it.
+    /// `memory_search` (the tool is offered), a cut `MEMORY.md` points to it; the guidance names
+    /// `memory_append` and `memory_search` when they are offered.
     pub(crate) async fn get(
         &self,
         vfs: &Vfs,
         arguments: Option<&serde_json::Map<String, Value>>,
         memory_search: bool,
+        memory_append: bool,
     ) -> Result<GetPromptResult, PromptError> {
-        let budget = budget(arguments)?;
+        let (budget, session) = arguments_of(arguments)?;
+        let today = chrono::Utc::now()
+            .date_naive()
+            .format("%Y-%m-%d")
+            .to_string();
         let config = ContextConfig::new(budget)
             .with_path_root(self.root.as_str())
-            .with_memory_search(memory_search);
+            .with_memory_search(memory_search)
+            .with_memory_append(memory_append)
+            .with_guidance(true)
+            .with_session(Some(SessionContext::new(today).with_session_id(session)));
         let source = VfsSource {
             vfs,
             root: &self.root,
@@ -128,12 +148,28 @@ pub(crate) enum PromptError {
     Unavailable(String),
 }
 
-fn budget(arguments: Option<&serde_json::Map<String, Value>>) -> Result<usize, PromptError> {
+/// The prompt's arguments: the budget (default [`DEFAULT_BUDGET_TOKENS`]) and the session id.
+fn arguments_of(
+    arguments: Option<&serde_json::Map<String, Value>>,
+) -> Result<(usize, Option<String>), PromptError> {
     let mut budget = DEFAULT_BUDGET_TOKENS;
+    let mut session = None;
     for (name, value) in arguments.into_iter().flatten() {
+        if name == "session" {
+            let id = value
+                .as_str()
+                .filter(|id| session_id_ok(id))
+                .ok_or_else(|| {
+                    PromptError::InvalidArguments(format!(
+                        "session must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit, got {value}"
+                    ))
+                })?;
+            session = Some(id.to_owned());
+            continue;
+        }
         if name != "budget" {
             return Err(PromptError::InvalidArguments(format!(
-                "unknown argument {name:?}; {CONTEXT_PROMPT} takes budget"
+                "unknown argument {name:?}; {CONTEXT_PROMPT} takes budget and session"
             )));
         }
         // MCP prompt arguments are strings; a number is accepted too.
@@ -150,7 +186,7 @@ fn budget(arguments: Option<&serde_json::Map<String, Value>>) -> Result<usize, P
                 ))
             })?;
     }
-    Ok(budget)
+    Ok((budget, session))
 }
 
 /// A [`ContextSource`] over one Workspace of a [`Vfs`]: reads and listings go through the VFS's

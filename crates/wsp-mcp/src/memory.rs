@@ -555,7 +555,7 @@ struct Hit {
 }
 
 /// A session id: one path component of at most 128 bytes.
-fn session_id_ok(id: &str) -> bool {
+pub(crate) fn session_id_ok(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
         && id.starts_with(|c: char| c.is_ascii_alphanumeric())

@@ -275,11 +275,15 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        let search = self
-            .memory
-            .as_ref()
-            .is_some_and(|m| m.offers(crate::memory::MEMORY_SEARCH));
-        match context.get(vfs, request.arguments.as_ref(), search).await {
+        let offers = |tool| self.memory.as_ref().is_some_and(|m| m.offers(tool));
+        let (search, append) = (
+            offers(crate::memory::MEMORY_SEARCH),
+            offers(crate::memory::MEMORY_APPEND),
+        );
+        match context
+            .get(vfs, request.arguments.as_ref(), search, append)
+            .await
+        {
             Ok(result) => Ok(result.into()),
             Err(PromptError::InvalidArguments(why)) => Err(ErrorData::invalid_params(why, None)),
             Err(PromptError::Unavailable(why)) => {

@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::http::header::ACCEPT;
-use wsp_context::{ContextConfig, DEFAULT_BUDGET_TOKENS, StoreSource, assemble};
+use wsp_context::{ContextConfig, DEFAULT_BUDGET_TOKENS, SessionContext, StoreSource, assemble};
 use wsp_store::StoreError;
 
 use crate::AppState;
@@ -23,9 +23,10 @@ pub(crate) const RUN: &str = "/v1/runs/{runId}/context";
 /// The largest budget rendered, in tokens (a bound on the work one request can ask for).
 pub(crate) const MAX_BUDGET: usize = 1_000_000;
 
-/// `?budget=N` and the form of the answer (`Accept`).
+/// `?budget=N&session=ID` and the form of the answer (`Accept`).
 pub(crate) struct ContextParams {
     budget: usize,
+    session: Option<String>,
     text: bool,
 }
 
@@ -37,11 +38,21 @@ impl axum::extract::FromRequestParts<AppState> for ContextParams {
         _: &AppState,
     ) -> Result<Self, WireError> {
         let params = crate::request::query_params(parts.uri.query())?;
-        if let Some((name, _)) = params.iter().find(|(k, _)| k != "budget") {
+        if let Some((name, _)) = params.iter().find(|(k, _)| k != "budget" && k != "session") {
             return Err(WireError::validation(format!(
-                "unknown query parameter {name:?}: the context takes budget"
+                "unknown query parameter {name:?}: the context takes budget and session"
             )));
         }
+        let session = match crate::request::param(&params, "session") {
+            None => None,
+            Some(id) if session_id_ok(id) => Some(id.to_owned()),
+            Some(_) => {
+                return Err(WireError::validation(
+                    "session must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+                )
+                .with_detail("field", "session"));
+            }
+        };
         let budget = match crate::request::param(&params, "budget") {
             None => DEFAULT_BUDGET_TOKENS,
             Some(raw) => raw
@@ -57,6 +68,7 @@ impl axum::extract::FromRequestParts<AppState> for ContextParams {
         };
         Ok(Self {
             budget,
+            session,
             text: wants_text(parts.headers.get(ACCEPT)),
         })
     }
@@ -87,9 +99,27 @@ fn wants_text(accept: Option<&HeaderValue>) -> bool {
     ranges.iter().any(|r| r == "text/plain") && !ranges.iter().any(|r| r == "application/json")
 }
 
+/// A session id: one path component of at most 128 bytes.
+fn session_id_ok(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
 /// Renders `source` within the budget and answers in the form asked for.
 async fn render(source: &StoreSource, params: &ContextParams) -> Result<Reply, WireError> {
-    let config = ContextConfig::new(params.budget);
+    let today = chrono::Utc::now()
+        .date_naive()
+        .format("%Y-%m-%d")
+        .to_string();
+    let config = ContextConfig::new(params.budget)
+        .with_guidance(true)
+        .with_session(Some(
+            SessionContext::new(today).with_session_id(params.session.clone()),
+        ));
     let ctx = assemble(source, &config)
         .await
         .map_err(|e| WireError::from_store(StoreError::unavailable(e.to_string()), "context"))?;
@@ -120,9 +150,10 @@ impl Documented for LiveContextOp {
     tag = "workspace",
     operation_id = "getWorkspaceContext",
     summary = "The run-start context of the caller's workspace (wsp extension)",
-    description = "Needs `workspace:read`. What an agent loads before a turn (seed 003): `AGENTS.md`, `MEMORY.md`, `knowledge/KNOWLEDGE.md`, a listing of `knowledge/`, and an index of `skills/*/SKILL.md` and `subagents/*.md`, each in a block marked as file data, within `budget` tokens (characters / 4) that the text never exceeds; every cut is marked in the text with the path to read, and the report lists what was included, truncated, omitted, missing or skipped. JSON by default; `Accept: text/plain` answers the text alone.",
+    description = "Needs `workspace:read`. What an agent loads before a turn (seed 003): a `## Session Context` (today's date in UTC, the workspace, `session` when given) and `## Workspace guidance`, then `AGENTS.md`, `MEMORY.md` (and `MEMORY-INDEX.json` when present), `knowledge/KNOWLEDGE.md`, a listing of `knowledge/`, and an index of `skills/*/SKILL.md` and `subagents/*.md`, each in a block marked as file data, within `budget` tokens (characters / 4) that the text never exceeds; every cut is marked in the text with the path to read, and the report lists what was included, truncated, omitted, missing or skipped. JSON by default; `Accept: text/plain` answers the text alone.",
     params(
         ("budget" = Option<u64>, Query, minimum = 1, maximum = 1000000, description = "The most tokens the text may take (default 8000)."),
+        ("session" = Option<String>, Query, pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description = "The session's id, shown in the `## Session Context` that opens the text."),
     ),
     security(("bearerAuth" = [])),
     responses(
@@ -165,6 +196,7 @@ impl Documented for RunContextOp {
     params(
         ("runId" = String, Path, description = "The run id."),
         ("budget" = Option<u64>, Query, minimum = 1, maximum = 1000000, description = "The most tokens the text may take (default 8000)."),
+        ("session" = Option<String>, Query, pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description = "The session's id, shown in the `## Session Context` that opens the text."),
     ),
     security(("bearerAuth" = [])),
     responses(

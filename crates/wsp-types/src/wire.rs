@@ -600,7 +600,7 @@ pub struct WorkspaceCapability {
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
     pub versioned: ::std::option::Option<bool>,
 }
-/// Answer of `GET /v1/host/workspace/context` and `GET /v1/runs/{runId}/context` (wsp extensions): the run-start context an agent loads before a turn (seed 003: `AGENTS.md`, `MEMORY.md`, `knowledge/KNOWLEDGE.md`, a listing of `knowledge/`, and an index of `skills/*/SKILL.md` and `subagents/*.md`), rendered within a token budget that is never exceeded, and the report of what was included, truncated, omitted, missing or skipped. Every cut is marked in the text with the path to read (`[TRUNCATED: N tokens omitted, read MEMORY.md]`).
+/// Answer of `GET /v1/host/workspace/context` and `GET /v1/runs/{runId}/context` (wsp extensions): the run-start context an agent loads before a turn (seed 003: a `## Session Context` and `## Workspace guidance`, then `AGENTS.md`, `MEMORY-INDEX.json` when present, `MEMORY.md`, `knowledge/KNOWLEDGE.md`, a listing of `knowledge/`, and an index of `skills/*/SKILL.md` and `subagents/*.md`), rendered within a token budget that is never exceeded, and the report of what was included, truncated, omitted, missing or skipped. Every cut is marked in the text with the path to read (`[TRUNCATED: N tokens omitted, read MEMORY.md]`).
 #[derive(::serde::Deserialize, ::serde::Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceContext {
@@ -633,7 +633,7 @@ pub struct WorkspaceContextEntry {
     pub omitted_tokens: u64,
     /// What became of it.
     pub outcome: WorkspaceContextEntryOutcome,
-    /// The file or directory.
+    /// The file or directory (empty for `session` and `guidance`).
     pub path: ::std::string::String,
     /// Why it was skipped or missing.
     #[serde(skip_serializing_if = "::std::option::Option::is_none")]
@@ -723,12 +723,21 @@ impl ::std::convert::TryFrom<::std::string::String> for WorkspaceContextEntryOut
     PartialOrd,
 )]
 pub enum WorkspaceContextEntrySection {
+    /// `## Session Context`: the date, the workspace and the session (path empty).
+    #[serde(rename = "session")]
+    Session,
+    /// `## Workspace guidance`: how the workspace is laid out and kept (path empty).
+    #[serde(rename = "guidance")]
+    Guidance,
     /// `AGENTS.md`, the persona and rules.
     #[serde(rename = "agents")]
     Agents,
     /// `MEMORY.md`, the curated long-term memory.
     #[serde(rename = "memory")]
     Memory,
+    /// `MEMORY-INDEX.json`, the machine-loaded memory index, when present.
+    #[serde(rename = "memory_index")]
+    MemoryIndex,
     /// `knowledge/KNOWLEDGE.md`, the domain knowledge entry point.
     #[serde(rename = "knowledge")]
     Knowledge,
@@ -748,8 +757,11 @@ pub enum WorkspaceContextEntrySection {
 impl ::std::fmt::Display for WorkspaceContextEntrySection {
     fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
         match *self {
+            Self::Session => f.write_str("session"),
+            Self::Guidance => f.write_str("guidance"),
             Self::Agents => f.write_str("agents"),
             Self::Memory => f.write_str("memory"),
+            Self::MemoryIndex => f.write_str("memory_index"),
             Self::Knowledge => f.write_str("knowledge"),
             Self::KnowledgeListing => f.write_str("knowledge_listing"),
             Self::Extra => f.write_str("extra"),
@@ -762,8 +774,11 @@ impl ::std::str::FromStr for WorkspaceContextEntrySection {
     type Err = self::error::ConversionError;
     fn from_str(value: &str) -> ::std::result::Result<Self, self::error::ConversionError> {
         match value {
+            "session" => Ok(Self::Session),
+            "guidance" => Ok(Self::Guidance),
             "agents" => Ok(Self::Agents),
             "memory" => Ok(Self::Memory),
+            "memory_index" => Ok(Self::MemoryIndex),
             "knowledge" => Ok(Self::Knowledge),
             "knowledge_listing" => Ok(Self::KnowledgeListing),
             "extra" => Ok(Self::Extra),

@@ -225,6 +225,26 @@ fn render_a_folder_on_disk() {
     assert!(out.contains("Be brief."), "{out}");
     assert!(out.contains("[MISSING: MEMORY.md]"), "{out}");
     assert!(out.contains("- knowledge/style.md"), "{out}");
+    let opened = run(&[
+        "context",
+        "render",
+        "--dir",
+        "--budget",
+        "400",
+        "--session",
+        "s-2",
+        "--guidance",
+    ]);
+    assert!(opened.status.success(), "{}", text(&opened.stderr));
+    let opened = text(&opened.stdout);
+    assert!(
+        opened.starts_with("## Session Context\n\n- Date: "),
+        "{opened}"
+    );
+    assert!(
+        opened.contains("- Session: s-2\n\n## Workspace guidance\n"),
+        "{opened}"
+    );
     let default = run(&["context", "render", "--dir", "--budget", "400"]);
     assert!(default.status.success(), "{}", text(&default.stderr));
     assert_eq!(text(&default.stdout), out);

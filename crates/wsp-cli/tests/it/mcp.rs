@@ -237,7 +237,7 @@ fn the_context_prompt_is_offered_over_a_readable_workspace_only() {
             ("prompts/list", json!({})),
             (
                 "prompts/get",
-                json!({"name": "run_start_context", "arguments": {"budget": "200"}}),
+                json!({"name": "run_start_context", "arguments": {"budget": "400"}}),
             ),
         ],
     );

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use wsp_context::{
     CharEstimate, ContextConfig, ContextInputs, EntryOutcome, IndexEntry, ReadOutcome, Refusal,
-    Section, TokenCounter,
+    Section, SessionContext, TokenCounter,
 };
 use wsp_types::WorkspacePath;
 
@@ -63,6 +63,11 @@ fn inputs(sizes: &[(u8, usize)], skills: usize, knowledge: usize, seed: u64) -> 
         source: "generated".into(),
         agents: f(0),
         memory: f(1),
+        memory_index: if seed % 2 == 0 {
+            ReadOutcome::Missing
+        } else {
+            file(b'j', 40 + (seed % 200) as usize, seed)
+        },
         knowledge: f(2),
         knowledge_files: (0..knowledge)
             .map(|i| p(format!("knowledge/doc-{i:03}.md")))
@@ -85,8 +90,12 @@ fn inputs(sizes: &[(u8, usize)], skills: usize, knowledge: usize, seed: u64) -> 
     }
 }
 
-fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter) {
-    let config = ContextConfig::new(budget);
+fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter, seed: u64) {
+    // The host's sections before the files, in some runs.
+    let session = (seed % 5 == 0).then(|| SessionContext::new("2026-11-26"));
+    let config = ContextConfig::new(budget)
+        .with_guidance(seed % 3 == 0)
+        .with_session(session.map(|s| s.with_session_id(Some("s-1".into()))));
     let ctx = inputs.render(&config, counter);
     let used = counter.count(&ctx.text);
     assert!(used <= budget, "used {used} of {budget}\n{}", ctx.text);
@@ -99,6 +108,20 @@ fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter) {
             })
         };
         for e in &ctx.report.entries {
+            // The sections before the files are whole or absent; the report says which.
+            if matches!(e.section, Section::Session | Section::Guidance) {
+                let heading = if e.section == Section::Session {
+                    "## Session Context"
+                } else {
+                    "## Workspace guidance"
+                };
+                assert_eq!(
+                    ctx.text.contains(heading),
+                    e.outcome == EntryOutcome::Included,
+                    "{e:?}"
+                );
+                continue;
+            }
             let in_index =
                 matches!(e.section, Section::Skills | Section::Subagents) && !e.path.ends_with('/');
             if in_index && e.reason.as_deref().is_some_and(|r| r.contains("not shown")) {
@@ -135,8 +158,8 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let inputs = inputs(&sizes, skills, knowledge, seed);
-        check(&inputs, budget, &CharEstimate);
-        check(&inputs, budget, &WordCounter);
+        check(&inputs, budget, &CharEstimate, seed);
+        check(&inputs, budget, &WordCounter, seed);
     }
 }
 

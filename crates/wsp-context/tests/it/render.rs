@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use wsp_context::{
-    CharEstimate, ContextConfig, DirectorySource, EntryOutcome, StoreSource, TokenCounter, assemble,
+    CharEstimate, ContextConfig, DirectorySource, EntryOutcome, Section, SessionContext,
+    StoreSource, TokenCounter, assemble,
 };
 use wsp_store::WorkspaceStore;
 
@@ -114,6 +115,77 @@ async fn a_cut_memory_points_to_memory_search_when_the_reader_has_it() {
     );
     let plain = render_snapshot(&files, &ContextConfig::new(700)).await;
     assert!(!plain.text.contains("memory_search"));
+}
+
+/// Seed 003's sections before the files (`## Session Context`, `## Workspace guidance`, under
+/// the agent's mount path) and `MEMORY-INDEX.json` in a block of its own after the memory; a
+/// budget too small for the sections drops them whole, and the report says so.
+#[tokio::test]
+async fn session_context_guidance_and_the_memory_index() {
+    let mut files = workspace();
+    files.push((
+        "MEMORY-INDEX.json",
+        "{\"entries\": [{\"topic\": \"deploys\", \"file\": \"memory/2025-03-07.md\"}]}\n".into(),
+    ));
+    let config = ContextConfig::new(8000)
+        .with_path_root("/workspace")
+        .with_memory_search(true)
+        .with_memory_append(true)
+        .with_guidance(true)
+        .with_session(Some(
+            SessionContext::new("2026-11-26").with_session_id(Some("s-9".into())),
+        ));
+    let ctx = render_snapshot(&files, &config).await;
+    assert!(
+        ctx.text.starts_with(
+            "## Session Context\n\n- Date: 2026-11-26\n- Workspace: /workspace\n- Session: s-9\n\n## Workspace guidance\n\n"
+        ),
+        "{}",
+        ctx.text
+    );
+    assert!(
+        ctx.text.contains(
+            "today's log in /workspace/memory/ (named YYYY-MM-DD.md) with memory_append."
+        ),
+        "{}",
+        ctx.text
+    );
+    assert!(
+        ctx.text
+            .contains("<workspace_file path=\"/workspace/MEMORY-INDEX.json\""),
+        "{}",
+        ctx.text
+    );
+    let sections: Vec<Section> = ctx.report.entries.iter().map(|e| e.section).collect();
+    assert_eq!(
+        &sections[..4],
+        [
+            Section::Session,
+            Section::Guidance,
+            Section::Agents,
+            Section::Memory
+        ]
+    );
+    assert!(sections.contains(&Section::MemoryIndex));
+    insta::assert_snapshot!("session_guidance_memory_index", snapshot_text(&ctx));
+
+    // Without MEMORY-INDEX.json, no block and no [MISSING] for it.
+    let plain = render_snapshot(&workspace(), &config).await;
+    assert!(!plain.text.contains("MEMORY-INDEX"), "{}", plain.text);
+    // A budget the sections do not fit: they are left out whole.
+    let tiny = render_snapshot(&files, &config.clone().with_budget_tokens(60)).await;
+    assert!(
+        !tiny.text.contains("## Workspace guidance"),
+        "{}",
+        tiny.text
+    );
+    let guidance = tiny
+        .report
+        .entries
+        .iter()
+        .find(|e| e.section == Section::Guidance)
+        .unwrap();
+    assert_eq!(guidance.outcome, EntryOutcome::Omitted);
 }
 
 #[tokio::test]

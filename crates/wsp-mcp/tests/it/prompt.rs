@@ -179,6 +179,7 @@ async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
         json!({"budget": "lots"}),
         json!({"budget": "-5"}),
         json!({"run": "r1"}),
+        json!({"session": "../x"}),
     ] {
         let err = client
             .get_prompt(
@@ -187,7 +188,9 @@ async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
             .await
             .unwrap_err();
         assert!(
-            err.to_string().contains("budget") || err.to_string().contains("unknown argument"),
+            ["budget", "unknown argument", "session must be"]
+                .iter()
+                .any(|w| err.to_string().contains(w)),
             "{bad}: {err}"
         );
     }
@@ -206,6 +209,45 @@ async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
             .unwrap()
             .contains("of 8000 tokens from /workspace")
     );
+    client.cancel().await.unwrap();
+}
+
+/// The block opens with seed 003's `## Session Context` (today's date, the workspace, the
+/// session the host names) and `## Workspace guidance` naming the memory tools offered.
+#[tokio::test]
+async fn the_block_opens_with_the_session_context_and_guidance() {
+    let dir = layout();
+    let client = connect(server(&dir)).await;
+    let got = client
+        .get_prompt(
+            GetPromptRequestParams::new(CONTEXT_PROMPT)
+                .with_arguments(args(json!({"session": "s-7", "budget": "4000"}))),
+        )
+        .await
+        .unwrap();
+    let ContentBlock::Text(t) = &got.messages[0].content else {
+        panic!("a text message")
+    };
+    let today = chrono::Utc::now()
+        .date_naive()
+        .format("%Y-%m-%d")
+        .to_string();
+    assert!(
+        t.text.starts_with(&format!(
+            "## Session Context\n\n- Date: {today}\n- Workspace: /workspace\n- Session: s-7\n\n## Workspace guidance\n"
+        )),
+        "{}",
+        t.text
+    );
+    assert!(t.text.contains("with memory_append"), "{}", t.text);
+    assert!(t.text.contains("with memory_search"), "{}", t.text);
+    let names: Vec<String> = client.list_all_prompts().await.unwrap()[0]
+        .arguments
+        .iter()
+        .flatten()
+        .map(|a| a.name.clone())
+        .collect();
+    assert_eq!(names, ["budget", "session"]);
     client.cancel().await.unwrap();
 }
 

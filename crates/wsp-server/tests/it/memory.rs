@@ -236,7 +236,7 @@ async fn the_context_is_rendered_live_and_as_a_run_saw_it() {
         }
         req.send()
     };
-    let resp = get("/v1/host/workspace/context?budget=150", None)
+    let resp = get("/v1/host/workspace/context?budget=300", None)
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::OK);
@@ -245,17 +245,19 @@ async fn the_context_is_rendered_live_and_as_a_run_saw_it() {
     let text = body["text"].as_str().unwrap();
     assert!(text.contains("Be brief."), "{text}");
     assert!(text.contains("tokens omitted, read MEMORY.md]"), "{text}");
-    assert!(body["report"]["usedTokens"].as_u64().unwrap() <= 150);
-    assert!(text.chars().count().div_ceil(4) <= 150);
-    let plain = get("/v1/host/workspace/context?budget=150", Some("text/plain"))
+    assert!(body["report"]["usedTokens"].as_u64().unwrap() <= 300);
+    assert!(text.chars().count().div_ceil(4) <= 300);
+    assert!(text.starts_with("## Session Context\n"), "{text}");
+    assert!(text.contains("## Workspace guidance"), "{text}");
+    let plain = get("/v1/host/workspace/context?budget=300", Some("text/plain"))
         .await
         .unwrap();
     assert_eq!(plain.status(), StatusCode::OK);
     assert_eq!(plain.headers()["content-type"], "text/plain; charset=utf-8");
     assert_eq!(plain.text().await.unwrap(), text);
-    let typed = a.context(Some(150)).await.unwrap();
+    let typed = a.context(Some(300)).await.unwrap();
     assert_eq!(typed.text, text);
-    assert_eq!(typed.report.budget_tokens.to_string(), "150");
+    assert_eq!(typed.report.budget_tokens.to_string(), "300");
 
     let run = a.create_run("review").await.unwrap();
     a.put(&p("AGENTS.md"), "# Changed\n", PutOptions::default())

@@ -63,7 +63,7 @@ fn inputs(sizes: &[(u8, usize)], skills: usize, knowledge: usize, seed: u64) -> 
         source: "generated".into(),
         agents: f(0),
         memory: f(1),
-        memory_index: if seed % 2 == 0 {
+        memory_index: if seed.is_multiple_of(2) {
             ReadOutcome::Missing
         } else {
             file(b'j', 40 + (seed % 200) as usize, seed)
@@ -92,9 +92,11 @@ fn inputs(sizes: &[(u8, usize)], skills: usize, knowledge: usize, seed: u64) -> 
 
 fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter, seed: u64) {
     // The host's sections before the files, in some runs.
-    let session = (seed % 5 == 0).then(|| SessionContext::new("2026-11-26"));
+    let session = seed
+        .is_multiple_of(5)
+        .then(|| SessionContext::new("2026-11-26"));
     let config = ContextConfig::new(budget)
-        .with_guidance(seed % 3 == 0)
+        .with_guidance(seed.is_multiple_of(3))
         .with_session(session.map(|s| s.with_session_id(Some("s-1".into()))));
     let ctx = inputs.render(&config, counter);
     let used = counter.count(&ctx.text);

@@ -408,7 +408,8 @@ async def main() -> int:
             f'[[workspace]]\npath = "/workspace"\nscope = "ro"\nmount = {{ physical = "{agent}" }}\n\n'
             '[[workspace]]\npath = "/workspace/memory"\nscope = "rw"\nmount = { virtual = "memory" }\n\n'
             '[[workspace]]\npath = "/workspace/agents/reviewer/sessions"\nscope = "rw"\n'
-            'mount = { virtual = "sessions" }\n'
+            'mount = { virtual = "sessions" }\n\n'
+            '[[workspace]]\npath = "/outbox"\nscope = "wo"\nmount = { virtual = "outbox" }\n'
         )
 
         async def memory_loop(targets, tag):
@@ -463,6 +464,45 @@ async def main() -> int:
                     "--context-root", "/workspace", "--agent", "reviewer"]
             await memory_loop([stdio_params(wsp, args) for _ in range(8)], "stdio")
 
+        async def resources(client, tag):
+            await call_ok(client, "write_file", {"path": f"/outbox/{tag}.md", "content": "dropped"})
+            listed = [r.uri for r in (await client.list_resources()).resources]
+            expect("wsp:///workspace/MEMORY.md" in listed, f"resources {listed[:5]}")
+            expect(not any(u.startswith("wsp:///outbox") for u in listed), "a write-only file is listed")
+            got = await client.read_resource("wsp:///workspace/MEMORY.md")
+            content = got.contents[0]
+            expect(content.text.startswith("- fact 1\n"), f"read {content.text[:40]!r}")
+            etag = (content.meta or {}).get("etag")
+            expect(etag, f"no etag in _meta: {content.meta}")
+            shown = await call_ok(client, "read_file", {"path": "/workspace/MEMORY.md", "limit": 1})
+            expect(etag in shown, "the resource's etag is not read_file's")
+            uri = f"wsp:///workspace/memory/watched-{tag}.md"
+            async with client.listen(resource_subscriptions=[uri]) as sub:
+                expect(uri in (sub.honored.resource_subscriptions or []), f"honored {sub.honored}")
+                await call_ok(client, "write_file", {"path": f"/workspace/memory/watched-{tag}.md", "content": "one\n"})
+                with anyio.fail_after(15):
+                    event = await sub.__anext__()
+                expect(getattr(event, "uri", None) == uri, f"event {event!r}")
+
+        resource_args = ["--mounts", str(memory_table), "--context-root", "/workspace", "--agent", "reviewer"]
+
+        async def resources_stdio():
+            args = [*resource_args, "--data", str(root / "resources-stdio")]
+            async with Client(stdio_params(wsp, args)) as client:
+                await resources(client, "stdio")
+
+        async def resources_http():
+            http = HttpServer(wsp, [*resource_args, "--data", str(root / "resources-http")])
+            try:
+                async with connect(http) as client:
+                    await resources(client, "http")
+            finally:
+                http.close()
+
+        await checks.run("stdio resources: listed and read with the etag, never write-only; listen hears of a write",
+                         resources_stdio)
+        await checks.run("http resources: listed and read with the etag, never write-only; listen hears of a write",
+                         resources_http)
         await checks.run("http memory tools: 8 concurrent sessions append 40 lines, none lost, all found; sessions recorded",
                          memory_http)
         await checks.run("stdio memory tools: 8 servers on one data directory append 40 lines, none lost, all found; sessions recorded",

@@ -61,6 +61,7 @@ mod context;
 #[cfg(feature = "http")]
 mod http;
 mod memory;
+mod resources;
 mod server;
 mod transport;
 
@@ -72,4 +73,5 @@ pub use http::{ConnectionLimits, HTTP_PATH, HttpOptions, Listener, ServerTls};
 pub use memory::{
     MAX_MEMORY_LINE_BYTES, MAX_SESSION_SUMMARY_CHARS, MEMORY_APPEND, MEMORY_SEARCH, SESSION_RECORD,
 };
+pub use resources::{POLL_INTERVAL, RESOURCE_SCHEME};
 pub use server::{McpServer, Profile};

@@ -4,10 +4,12 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    GetPromptResponse, Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, Tool, ToolAnnotations, UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use wsp_vfs::{ItemToolName, ItemsProfile, ToolDefinition, ToolOutput, Vfs, VfsError};
@@ -65,8 +67,9 @@ fn items_instructions(items: &ItemsProfile) -> String {
     text
 }
 
-/// An MCP server over one [`Profile`]. Cheap to clone: every HTTP session gets a clone.
-#[derive(Debug, Clone)]
+/// An MCP server over one [`Profile`]. Cheap to clone: every HTTP session gets a clone, with
+/// its own `resources/subscribe` subscriptions.
+#[derive(Debug)]
 pub struct McpServer {
     inner: Arc<Inner>,
     /// Where the `run_start_context` prompt reads from, when it is offered.
@@ -76,6 +79,21 @@ pub struct McpServer {
     memory_tools: Arc<Vec<Tool>>,
     /// The agent whose session index `session_record` keeps.
     session_agent: Option<String>,
+    /// This session's `resources/subscribe` watches (never shared between clones).
+    legacy: Arc<crate::resources::LegacySubscriptions>,
+}
+
+impl Clone for McpServer {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+            context: self.context.clone(),
+            memory: self.memory.clone(),
+            memory_tools: self.memory_tools.clone(),
+            session_agent: self.session_agent.clone(),
+            legacy: Arc::default(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -101,6 +119,7 @@ impl McpServer {
             memory: None,
             memory_tools: Arc::new(Vec::new()),
             session_agent: None,
+            legacy: Arc::default(),
         }
     }
 
@@ -172,6 +191,22 @@ impl McpServer {
         &self.inner.instructions
     }
 
+    /// The filesystem whose readable files are resources: the `files` profile's, when it has
+    /// a Workspace the agent can read.
+    fn resources(&self) -> Option<&Vfs> {
+        match &self.inner.profile {
+            Profile::Files(vfs)
+                if vfs
+                    .workspaces()
+                    .iter()
+                    .any(|w| w.scope != wsp_vfs::AccessScope::WriteOnly) =>
+            {
+                Some(vfs)
+            }
+            _ => None,
+        }
+    }
+
     fn tool(&self, name: &str) -> Option<&Tool> {
         self.all_tools().find(|t| t.name == name)
     }
@@ -219,13 +254,23 @@ fn failure(err: &VfsError) -> CallToolResult {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = if self.context.is_some() {
-            ServerCapabilities::builder()
+        let capabilities = match (self.context.is_some(), self.resources().is_some()) {
+            (true, true) => ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
-                .build()
-        } else {
-            ServerCapabilities::builder().enable_tools().build()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+            (false, true) => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+            (true, false) => ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build(),
+            (false, false) => ServerCapabilities::builder().enable_tools().build(),
         };
         ServerConfig::new(capabilities)
             .with_server_info(
@@ -294,6 +339,103 @@ impl ServerHandler for McpServer {
                 ))
             }
         }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        match self.resources() {
+            Some(vfs) => {
+                let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+                crate::resources::list(vfs, cursor).await
+            }
+            None => Ok(ListResourcesResult::default()),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(match self.resources() {
+            Some(_) => crate::resources::templates(),
+            None => ListResourceTemplatesResult::default(),
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let Some(vfs) = self.resources() else {
+            return Err(ErrorData::resource_not_found(
+                format!("{}: this server offers no resources", request.uri),
+                None,
+            ));
+        };
+        crate::resources::read(vfs, &request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Some(vfs) = self.resources() else {
+            return Err(ErrorData::invalid_params(
+                "this server offers no resources to subscribe to",
+                None,
+            ));
+        };
+        if !crate::resources::watchable(vfs, &request.uri) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{} is not a file the agent can read (wsp:///path of a readable Workspace)",
+                    request.uri
+                ),
+                None,
+            ));
+        }
+        let inner = self.inner.clone();
+        let (uri, peer) = (request.uri.clone(), context.peer.clone());
+        let task = tokio::spawn(async move {
+            if let Profile::Files(vfs) = &inner.profile {
+                crate::resources::watch_one(vfs, uri, peer).await;
+            }
+        });
+        self.legacy.start(request.uri, task);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.legacy.stop(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.resources()
+            .map(|vfs| crate::resources::accepted(vfs, requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        match self.resources() {
+            Some(vfs) => crate::resources::watch(vfs, context).await,
+            None => context.cancelled().await,
+        }
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -6,3 +6,4 @@ mod http;
 mod mcp;
 mod memory;
 mod prompt;
+mod resources;

@@ -31,6 +31,12 @@
 //! tools, so they reach nothing those could not; updates are conditional and retried, so
 //! concurrent sessions never lose each other's lines.
 //!
+//! A `files` server with a readable Workspace also offers the readable files as resources
+//! (`wsp:///workspace/MEMORY.md`: `resources/list`, `resources/read` with the etag in `_meta`,
+//! `resources/templates/list`; never a write-only Workspace), and notices of changes to the
+//! files a client watches (`subscriptions/listen`, or `resources/subscribe` on the earlier
+//! lifecycle), found by comparing etags every [`POLL_INTERVAL`].
+//!
 //! The HTTP transport is the feature `http` (on by default), and it is the only part of the
 //! crate that knows axum: with `default-features = false` the crate serves stdio only and links
 //! neither axum nor wsp-listener (ARCHITECTURE.md, "Dependency rules").

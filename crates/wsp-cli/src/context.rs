@@ -168,7 +168,7 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
         Some(id) => {
             let id = (!id.is_empty()).then(|| id.to_owned());
             if let Some(id) = &id
-                && !valid_session_id(id)
+                && !wsp_context::is_session_id(id)
             {
                 return Err(CliError(format!(
                     "--session {id:?}: 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
@@ -230,15 +230,6 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
         check_run_is_running(&source.client, id).await?;
     }
     print_rendered(&ctx, args.json)
-}
-
-/// A session id: one path component of at most 128 bytes.
-fn valid_session_id(id: &str) -> bool {
-    id.len() <= 128
-        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 /// The text (or, with `--json`, the report) on standard output, the summary on standard error.

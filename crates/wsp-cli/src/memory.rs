@@ -190,7 +190,7 @@ async fn sessions(args: SessionsArgs) -> Result<(), Failure> {
             }
         }
         SessionsCommand::Record { id, summary } => {
-            if !valid_id(&id) {
+            if !wsp_context::is_session_id(&id) {
                 return Err(CliError(format!(
                     "session id {id:?} must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
                 ))
@@ -209,16 +209,6 @@ async fn sessions(args: SessionsArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
-}
-
-/// A session id: one path component of at most 128 bytes.
-fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 fn parse(path: &wsp_types::WorkspacePath, text: &str) -> Result<SessionIndex, Failure> {

@@ -67,7 +67,7 @@ pub use dir_source::{DEFAULT_MAX_FILE_BYTES, DirectorySource};
 pub use memory_log::{append_memory_line, memory_log_path};
 pub use report::{ContextReport, EntryOutcome, ReportEntry, Section};
 pub use sessions::{
-    SessionIndex, SessionRecord, SessionUpdate, read_session_index, record_session,
+    SessionIndex, SessionRecord, SessionUpdate, is_session_id, read_session_index, record_session,
     session_index_path, update_session_index,
 };
 pub use source::{ContextSource, Entry, ReadOutcome, Refusal, SourceError, SourceFuture};

@@ -50,6 +50,28 @@ pub struct SessionUpdate {
     pub summary: Option<String>,
 }
 
+/// Whether `id` can name a session: one path component of 1 to 128 bytes, letters, digits,
+/// `.`, `_` and `-`, starting with a letter or digit (so `<sessionId>.jsonl` is a file beside
+/// the index). Every surface that takes a session id (MCP, HTTP, the command line) checks it
+/// with this.
+///
+/// ```
+/// assert!(wsp_context::is_session_id("2026-11-26.a_1"));
+/// assert!(!wsp_context::is_session_id("../x"));
+/// assert!(!wsp_context::is_session_id(".hidden"));
+/// for bad in ["", "a/b", "a b", &"x".repeat(129)] {
+///     assert!(!wsp_context::is_session_id(bad), "{bad:?}");
+/// }
+/// ```
+pub fn is_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
 /// The index file of `agent_id`: `agents/<agentId>/sessions/sessions.json`.
 ///
 /// The id must be one workspace path component (`A-Z a-z 0-9 . _ -`, starting with a letter or

@@ -9,7 +9,6 @@ use wsp_context::{
     SessionContext, SourceError, SourceFuture, assemble,
 };
 
-use crate::memory::session_id_ok;
 use wsp_types::{WorkspacePath, WorkspacePrefix};
 use wsp_vfs::{AccessScope, GlobArgs, Vfs, VfsError, VfsErrorCode, VirtualPath};
 
@@ -158,7 +157,7 @@ fn arguments_of(
         if name == "session" {
             let id = value
                 .as_str()
-                .filter(|id| session_id_ok(id))
+                .filter(|id| wsp_context::is_session_id(id))
                 .ok_or_else(|| {
                     PromptError::InvalidArguments(format!(
                         "session must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit, got {value}"

@@ -70,7 +70,7 @@ impl MemoryTools {
             .flatten()
             .any(|s| s.allows(Operation::Search));
         let sessions = agent
-            .filter(|a| session_id_ok(a))
+            .filter(|a| wsp_context::is_session_id(a))
             .filter(|a| {
                 scope(&format!("agents/{a}/sessions/sessions.json")) == Some(AccessScope::ReadWrite)
             })
@@ -270,7 +270,7 @@ impl MemoryTools {
         agent: &str,
         args: RecordArgs,
     ) -> Result<ToolOutput, VfsError> {
-        if !session_id_ok(&args.session_id) {
+        if !wsp_context::is_session_id(&args.session_id) {
             return Err(VfsError::new(
                 VfsErrorCode::InvalidArgument,
                 format!(
@@ -554,16 +554,6 @@ struct Hit {
     snippet: String,
 }
 
-/// A session id: one path component of at most 128 bytes.
-pub(crate) fn session_id_ok(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-}
-
 fn unknown(name: &str) -> VfsError {
     VfsError::new(
         VfsErrorCode::InvalidArgument,
@@ -643,17 +633,4 @@ fn tool(name: &str, title: &str, description: String, schema: Value, hints: Hint
             Some(hints.idempotent),
             Some(false),
         ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_ids_are_one_path_component() {
-        assert!(session_id_ok("2026-11-26.a_1"));
-        for bad in ["", ".hidden", "a/b", "a b", &"x".repeat(129)] {
-            assert!(!session_id_ok(bad), "{bad:?}");
-        }
-    }
 }

@@ -45,7 +45,7 @@ impl axum::extract::FromRequestParts<AppState> for ContextParams {
         }
         let session = match crate::request::param(&params, "session") {
             None => None,
-            Some(id) if session_id_ok(id) => Some(id.to_owned()),
+            Some(id) if wsp_context::is_session_id(id) => Some(id.to_owned()),
             Some(_) => {
                 return Err(WireError::validation(
                     "session must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit",
@@ -97,16 +97,6 @@ fn wants_text(accept: Option<&HeaderValue>) -> bool {
         })
         .collect();
     ranges.iter().any(|r| r == "text/plain") && !ranges.iter().any(|r| r == "application/json")
-}
-
-/// A session id: one path component of at most 128 bytes.
-fn session_id_ok(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
 /// Renders `source` within the budget and answers in the form asked for.

@@ -66,6 +66,11 @@ struct RenderArgs {
     /// Add seed 003's `## Workspace guidance` (how the workspace is laid out and kept).
     #[arg(long)]
     guidance: bool,
+    /// Never exceed the budget, even to load AGENTS.md in full (by default AGENTS.md is never
+    /// cut: alone over the budget, it is loaded anyway and the output opens with
+    /// `[OVER BUDGET: ...]`).
+    #[arg(long)]
+    strict_budget: bool,
     /// Print the report (what was included, truncated, skipped and why) as JSON instead of the
     /// context.
     #[arg(long)]
@@ -184,7 +189,8 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
     };
     let mut config = ContextConfig::new(args.budget)
         .with_session(session)
-        .with_guidance(args.guidance);
+        .with_guidance(args.guidance)
+        .with_strict_budget(args.strict_budget);
     for raw in &args.extra {
         let path = WorkspacePath::parse(raw)
             .map_err(|e| CliError(format!("invalid extra path {raw:?}: {e}")))?;

@@ -118,7 +118,7 @@ pub static CATALOGUE: &[Scenario] = &[
 
     scenario!("WS-BIN-001", "WIRE §3 (wsp extension)", BINARY, "Bytes written with contentEncoding base64 (NUL, invalid UTF-8) read back as the same base64 with their contentType", binary::bytes_round_trip),
     scenario!("WS-BIN-002", "WIRE §3 (wsp extension)", BINARY, "Malformed base64 or an unknown contentEncoding answers 400 validation_error and stores nothing", binary::malformed_base64_refused),
-    scenario!("WS-CTX-001", "WIRE §4 (wsp extension), seed 003", CONTEXT, "The live context stays within budgets of 1, 40 and 8000 tokens, as JSON and as text/plain; bad budgets answer 400", context::live_context_within_budget),
+    scenario!("WS-CTX-001", "WIRE §4 (wsp extension), seed 003", CONTEXT, "The live context stays within strict budgets of 1, 40 and 8000 tokens, as JSON and as text/plain, and over a loose one only as overBudget says; bad parameters answer 400", context::live_context_within_budget),
     scenario!("WS-CTX-002", "WIRE §4 (wsp extension), seed 003", RUN_CONTEXT, "A run's context is the workspace's as the run started, and 404 once the run ended", context::run_context_reads_the_snapshot),
     scenario!("WS-SRCH-001", "WIRE §4 (wsp extension)", SEARCH, "Search answers the lines holding the words, more words first, and follows replaces and deletes", memory::search_ranks_and_follows_changes),
     scenario!("WS-SRCH-002", "RFC 0059 §E WCT-1, WIRE §4 (wsp extension)", SEARCH, "A search never shows another tenant's text", memory::search_keeps_to_the_owner),

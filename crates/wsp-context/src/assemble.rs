@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use wsp_types::{WorkspacePath, WorkspacePrefix};
 
-use crate::budget::{Block, BlockKind, lay_out};
+use crate::budget::{Block, BlockKind, body_tokens, first_in_full, lay_out};
 use crate::report::{ContextReport, EntryOutcome, ReportEntry, Section};
 use crate::source::{ContextSource, ReadOutcome, SourceError};
 use crate::tokens::{CharEstimate, TokenCounter};
@@ -119,6 +119,11 @@ pub struct ContextConfig {
     /// Whether the reader has the `memory_append` tool: the workspace guidance then says to
     /// add facts to today's log with it. Default false.
     pub memory_append: bool,
+    /// Never exceed the budget, even to load `AGENTS.md` in full. Default false: `AGENTS.md` is
+    /// never cut (seed 003 loads it in full every turn); when it alone is larger than the
+    /// budget it is loaded anyway, every other file cut to its marker, the text opens with an
+    /// `[OVER BUDGET: ...]` line and the report says `overBudget`.
+    pub strict_budget: bool,
     /// Seed 003's `## Session Context` before the files (date, workspace path, session id),
     /// when given. Default none.
     pub session: Option<SessionContext>,
@@ -188,6 +193,12 @@ impl ContextConfig {
     pub fn with_path_root(mut self, root: impl Into<String>) -> Self {
         let root: String = root.into();
         self.path_root = Some(root.trim_end_matches('/').to_owned());
+        self
+    }
+
+    /// This configuration with [`ContextConfig::strict_budget`] set.
+    pub fn with_strict_budget(mut self, strict_budget: bool) -> Self {
+        self.strict_budget = strict_budget;
         self
     }
 
@@ -303,6 +314,7 @@ impl ContextConfig {
             path_root: None,
             memory_search: false,
             memory_append: false,
+            strict_budget: false,
             session: None,
             guidance: false,
         }
@@ -477,13 +489,18 @@ impl ContextInputs {
     pub fn render(&self, config: &ContextConfig, counter: &dyn TokenCounter) -> RenderedContext {
         let budget = config.budget_tokens;
         let floors = &config.floors;
+        let mut agents = file_block(
+            Section::Agents,
+            &config.shown(AGENTS_PATH),
+            &self.agents,
+            floors.agents.tokens(budget),
+        );
+        // Not strict: AGENTS.md is reserved in full before any other file takes a share.
+        if !config.strict_budget {
+            agents.floor = agents.floor.max(body_tokens(&agents, counter));
+        }
         let mut blocks = vec![
-            file_block(
-                Section::Agents,
-                &config.shown(AGENTS_PATH),
-                &self.agents,
-                floors.agents.tokens(budget),
-            ),
+            agents,
             Block {
                 hint: config
                     .memory_search
@@ -596,7 +613,26 @@ impl ContextInputs {
         }
         let left = budget.saturating_sub(counter.count(&preamble));
         let mut layout = lay_out(&blocks, left, counter);
-        if !preamble.is_empty() {
+        // AGENTS.md is never cut unless the caller asked for a strict budget: when it alone is
+        // larger, it is laid out in full with every other file at its marker, and said so.
+        let agents_cut = layout
+            .entries
+            .first()
+            .is_some_and(|e| e.section == Section::Agents && e.outcome != EntryOutcome::Included);
+        let over_budget =
+            !config.strict_budget && matches!(self.agents, ReadOutcome::Found(_)) && agents_cut;
+        if over_budget {
+            let need = first_in_full(&blocks, counter);
+            layout = lay_out(&blocks, need, counter);
+            let agents = layout.entries.first().map_or(0, |e| e.full_tokens);
+            layout.text = format!(
+                "[OVER BUDGET: a budget of {budget} tokens cannot hold {} ({agents} tokens) in \
+                 full; it is loaded anyway, every other file cut to its marker]\n{}",
+                config.shown(AGENTS_PATH),
+                layout.text
+            );
+        }
+        if !preamble.is_empty() || over_budget {
             layout.text = format!("{preamble}{}", layout.text);
             layout.used = counter.count(&layout.text);
         }
@@ -623,6 +659,7 @@ impl ContextInputs {
                 budget_tokens: budget,
                 used_tokens: layout.used,
                 collapsed: layout.collapsed,
+                over_budget,
                 entries,
             },
         }

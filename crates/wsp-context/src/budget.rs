@@ -280,6 +280,23 @@ fn render_block(
 }
 
 /// Lays `blocks` (highest priority first) out within `budget` tokens.
+/// The tokens of `block`'s whole body: as a floor, it reserves the block in full.
+pub(crate) fn body_tokens(block: &Block, counter: &dyn TokenCounter) -> usize {
+    measure(block, counter).body
+}
+
+/// The smallest budget at which the first block is in full and every other block at its base
+/// (its marker): what a first block loaded whatever the budget costs.
+pub(crate) fn first_in_full(blocks: &[Block], counter: &dyn TokenCounter) -> usize {
+    let measured: Vec<Measured> = blocks.iter().map(|b| measure(b, counter)).collect();
+    let frame = counter.count(FRAME_OPEN) + counter.count(FRAME_CLOSE);
+    let bases: usize = measured.iter().map(|m| m.base).sum();
+    let first = measured
+        .first()
+        .map_or(0, |m| m.full.saturating_sub(m.base));
+    frame + bases + first
+}
+
 pub(crate) fn lay_out(blocks: &[Block], budget: usize, counter: &dyn TokenCounter) -> Layout {
     let measured: Vec<Measured> = blocks.iter().map(|b| measure(b, counter)).collect();
     let frame = counter.count(FRAME_OPEN) + counter.count(FRAME_CLOSE);

@@ -2,9 +2,14 @@
 //! token budget; plus the files an agent writes back (the daily memory log, the session index).
 //!
 //! **Invariant:** the budget is never exceeded (the rendered text is counted as a whole before it
-//! is returned); every truncation or omission is visible in the text (`[TRUNCATED: N tokens
-//! omitted, read <path>]`, `[MISSING: <path>]`, `[SKIPPED: <path>: <reason>]`) and in the
-//! [`ContextReport`].
+//! is returned), with one exception the caller can switch off: `AGENTS.md` is never cut (seed
+//! 003), so when it alone is larger than the budget it is loaded in full, every other file cut
+//! to its marker, and the text opens with `[OVER BUDGET: ...]` and the report says
+//! `overBudget` (with [`ContextConfig::strict_budget`], the budget holds even then). Every
+//! truncation or omission is visible in the text (`[TRUNCATED: N tokens omitted, read <path>]`,
+//! `[MISSING: <path>]`, `[SKIPPED: <path>: <reason>]`) and in the [`ContextReport`]; the host's
+//! sections before the files (`## Session Context`, `## Workspace guidance`) are whole or left
+//! out, and the report says which.
 //!
 //! The context is, in this order (VFS.md "Run-start context", seed 003): `AGENTS.md` in full as
 //! far as the budget allows, `MEMORY.md` under the budget, `knowledge/KNOWLEDGE.md`, a listing of

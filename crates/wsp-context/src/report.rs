@@ -18,6 +18,11 @@ pub struct ContextReport {
     /// The budget could not even hold the frame and one marker per file, so the text is a single
     /// `[TRUNCATED: ...]` line (or empty) and every entry below is omitted.
     pub collapsed: bool,
+    /// `AGENTS.md` alone was larger than the budget and was loaded in full anyway (seed 003:
+    /// the persona is never cut), every other file cut to its marker: `usedTokens` is then over
+    /// `budgetTokens`, and the text says so first. Never with `strict_budget`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub over_budget: bool,
     /// One entry per file, listing or index the assembler considered, in rendering order; index
     /// entries that could not be read follow their index.
     pub entries: Vec<ReportEntry>,
@@ -112,6 +117,9 @@ impl ContextReport {
         );
         if self.collapsed {
             line.push_str("; budget too small, everything omitted");
+        }
+        if self.over_budget {
+            line.push_str("; OVER BUDGET: AGENTS.md alone is larger, loaded in full");
         }
         let groups = [
             (EntryOutcome::Included, "included"),

@@ -94,6 +94,14 @@ impl ContextRoot {
                          digits, '.', '_', '-').",
                     )
                     .with_required(false),
+                PromptArgument::new("strict")
+                    .with_title("Strict budget")
+                    .with_description(
+                        "true: never exceed the budget, even to load AGENTS.md in full (by \
+                         default AGENTS.md is never cut: alone over the budget it is loaded \
+                         anyway, and the block opens with [OVER BUDGET: ...]).",
+                    )
+                    .with_required(false),
             ]),
         )
         .with_title("Run-start context")
@@ -109,7 +117,11 @@ impl ContextRoot {
         memory_search: bool,
         memory_append: bool,
     ) -> Result<GetPromptResult, PromptError> {
-        let (budget, session) = arguments_of(arguments)?;
+        let Arguments {
+            budget,
+            session,
+            strict,
+        } = arguments_of(arguments)?;
         let today = chrono::Utc::now()
             .date_naive()
             .format("%Y-%m-%d")
@@ -118,6 +130,7 @@ impl ContextRoot {
             .with_path_root(self.root.as_str())
             .with_memory_search(memory_search)
             .with_memory_append(memory_append)
+            .with_strict_budget(strict)
             .with_guidance(true)
             .with_session(Some(SessionContext::new(today).with_session_id(session)));
         let source = VfsSource {
@@ -147,13 +160,36 @@ pub(crate) enum PromptError {
     Unavailable(String),
 }
 
-/// The prompt's arguments: the budget (default [`DEFAULT_BUDGET_TOKENS`]) and the session id.
+/// The prompt's arguments.
+struct Arguments {
+    /// The budget (default [`DEFAULT_BUDGET_TOKENS`]).
+    budget: usize,
+    /// The session id for `## Session Context`.
+    session: Option<String>,
+    /// Never exceed the budget, even to load `AGENTS.md` in full.
+    strict: bool,
+}
+
 fn arguments_of(
     arguments: Option<&serde_json::Map<String, Value>>,
-) -> Result<(usize, Option<String>), PromptError> {
+) -> Result<Arguments, PromptError> {
     let mut budget = DEFAULT_BUDGET_TOKENS;
     let mut session = None;
+    let mut strict = false;
     for (name, value) in arguments.into_iter().flatten() {
+        if name == "strict" {
+            strict = match value {
+                Value::Bool(b) => *b,
+                Value::String(s) if s == "true" => true,
+                Value::String(s) if s == "false" => false,
+                _ => {
+                    return Err(PromptError::InvalidArguments(format!(
+                        "strict must be true or false, got {value}"
+                    )));
+                }
+            };
+            continue;
+        }
         if name == "session" {
             let id = value
                 .as_str()
@@ -168,7 +204,7 @@ fn arguments_of(
         }
         if name != "budget" {
             return Err(PromptError::InvalidArguments(format!(
-                "unknown argument {name:?}; {CONTEXT_PROMPT} takes budget and session"
+                "unknown argument {name:?}; {CONTEXT_PROMPT} takes budget, session and strict"
             )));
         }
         // MCP prompt arguments are strings; a number is accepted too.
@@ -185,7 +221,11 @@ fn arguments_of(
                 ))
             })?;
     }
-    Ok((budget, session))
+    Ok(Arguments {
+        budget,
+        session,
+        strict,
+    })
 }
 
 /// A [`ContextSource`] over one Workspace of a [`Vfs`]: reads and listings go through the VFS's

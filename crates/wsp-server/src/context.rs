@@ -26,6 +26,7 @@ pub(crate) const MAX_BUDGET: usize = 1_000_000;
 /// `?budget=N&session=ID` and the form of the answer (`Accept`).
 pub(crate) struct ContextParams {
     budget: usize,
+    strict: bool,
     session: Option<String>,
     text: bool,
 }
@@ -38,11 +39,22 @@ impl axum::extract::FromRequestParts<AppState> for ContextParams {
         _: &AppState,
     ) -> Result<Self, WireError> {
         let params = crate::request::query_params(parts.uri.query())?;
-        if let Some((name, _)) = params.iter().find(|(k, _)| k != "budget" && k != "session") {
+        if let Some((name, _)) = params
+            .iter()
+            .find(|(k, _)| !["budget", "strict", "session"].contains(&k.as_str()))
+        {
             return Err(WireError::validation(format!(
-                "unknown query parameter {name:?}: the context takes budget and session"
+                "unknown query parameter {name:?}: the context takes budget, strict and session"
             )));
         }
+        let strict = match crate::request::param(&params, "strict") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => {
+                return Err(WireError::validation("strict must be true or false")
+                    .with_detail("field", "strict"));
+            }
+        };
         let session = match crate::request::param(&params, "session") {
             None => None,
             Some(id) if wsp_context::is_session_id(id) => Some(id.to_owned()),
@@ -68,6 +80,7 @@ impl axum::extract::FromRequestParts<AppState> for ContextParams {
         };
         Ok(Self {
             budget,
+            strict,
             session,
             text: wants_text(parts.headers.get(ACCEPT)),
         })
@@ -106,6 +119,7 @@ async fn render(source: &StoreSource, params: &ContextParams) -> Result<Reply, W
         .format("%Y-%m-%d")
         .to_string();
     let config = ContextConfig::new(params.budget)
+        .with_strict_budget(params.strict)
         .with_guidance(true)
         .with_session(Some(
             SessionContext::new(today).with_session_id(params.session.clone()),
@@ -140,9 +154,10 @@ impl Documented for LiveContextOp {
     tag = "workspace",
     operation_id = "getWorkspaceContext",
     summary = "The run-start context of the caller's workspace (wsp extension)",
-    description = "Needs `workspace:read`. What an agent loads before a turn (seed 003): a `## Session Context` (today's date in UTC, the workspace, `session` when given) and `## Workspace guidance`, then `AGENTS.md`, `MEMORY.md` (and `MEMORY-INDEX.json` when present), `knowledge/KNOWLEDGE.md`, a listing of `knowledge/`, and an index of `skills/*/SKILL.md` and `subagents/*.md`, each in a block marked as file data, within `budget` tokens (characters / 4) that the text never exceeds; every cut is marked in the text with the path to read, and the report lists what was included, truncated, omitted, missing or skipped. JSON by default; `Accept: text/plain` answers the text alone.",
+    description = "Needs `workspace:read`. What an agent loads before a turn (seed 003): a `## Session Context` (today's date in UTC, the workspace, `session` when given) and `## Workspace guidance`, then `AGENTS.md`, `MEMORY.md` (and `MEMORY-INDEX.json` when present), `knowledge/KNOWLEDGE.md`, a listing of `knowledge/`, and an index of `skills/*/SKILL.md` and `subagents/*.md`, each in a block marked as file data, within `budget` tokens (characters / 4) that the text does not exceed unless `AGENTS.md` alone is larger (seed 003 never cuts it: it is then loaded in full, everything else cut to its marker, the text opens with `[OVER BUDGET: ...]` and the report says `overBudget`; `strict=true` keeps the budget even then); every cut is marked in the text with the path to read, and the report lists what was included, truncated, omitted, missing or skipped. JSON by default; `Accept: text/plain` answers the text alone.",
     params(
         ("budget" = Option<u64>, Query, minimum = 1, maximum = 1000000, description = "The most tokens the text may take (default 8000)."),
+        ("strict" = Option<bool>, Query, description = "`true`: never exceed the budget, even to load `AGENTS.md` in full (by default `AGENTS.md` is never cut: alone over the budget, it is loaded anyway and the report says `overBudget`)."),
         ("session" = Option<String>, Query, pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description = "The session's id, shown in the `## Session Context` that opens the text."),
     ),
     security(("bearerAuth" = [])),
@@ -186,6 +201,7 @@ impl Documented for RunContextOp {
     params(
         ("runId" = String, Path, description = "The run id."),
         ("budget" = Option<u64>, Query, minimum = 1, maximum = 1000000, description = "The most tokens the text may take (default 8000)."),
+        ("strict" = Option<bool>, Query, description = "`true`: never exceed the budget, even to load `AGENTS.md` in full (by default `AGENTS.md` is never cut: alone over the budget, it is loaded anyway and the report says `overBudget`)."),
         ("session" = Option<String>, Query, pattern = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$", description = "The session's id, shown in the `## Session Context` that opens the text."),
     ),
     security(("bearerAuth" = [])),

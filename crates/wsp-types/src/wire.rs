@@ -813,6 +813,12 @@ pub struct WorkspaceContextReport {
     pub collapsed: bool,
     /// One entry per file, listing or index, in the order of the text.
     pub entries: ::std::vec::Vec<WorkspaceContextEntry>,
+    /// `AGENTS.md` alone was larger than the budget and was loaded in full anyway (seed 003: the persona is never cut), every other file cut to its marker; `usedTokens` is then over `budgetTokens` and the text opens with `[OVER BUDGET: ...]`. Absent when false; never with `strict=true`.
+    #[serde(
+        rename = "overBudget",
+        skip_serializing_if = "::std::option::Option::is_none"
+    )]
+    pub over_budget: ::std::option::Option<bool>,
     /// Where the files were read (the live workspace or a run's snapshot).
     pub source: ::std::string::String,
     /// How tokens were counted (`chars/4`: characters divided by four, rounded up).

@@ -46,13 +46,11 @@ fn rendered(reply: &Reply, budget: u64) -> Result<(String, Value), Outcome> {
 pub(crate) async fn live_context_within_budget(ctx: &Ctx) -> ScenarioResult {
     let a = ctx.as_a()?;
     for budget in [40_u64, 8000] {
-        let reply = a
-            .call("GET", format!("{LIVE}?budget={budget}"))
-            .send()
-            .await?;
+        let query = format!("{LIVE}?budget={budget}&strict=true");
+        let reply = a.call("GET", query.clone()).send().await?;
         let (text, _) = rendered(&reply, budget)?;
         let plain = a
-            .call("GET", format!("{LIVE}?budget={budget}"))
+            .call("GET", query)
             .header("accept", "text/plain")
             .send()
             .await?;
@@ -64,18 +62,36 @@ pub(crate) async fn live_context_within_budget(ctx: &Ctx) -> ScenarioResult {
             )));
         }
     }
-    let reply = a.call("GET", format!("{LIVE}?budget=1")).send().await?;
+    let reply = a
+        .call("GET", format!("{LIVE}?budget=1&strict=true"))
+        .send()
+        .await?;
     let (_, report) = rendered(&reply, 1)?;
     if report["collapsed"] != true {
         return Err(
             reply.fail("a budget of 1 token cannot hold the frame: report.collapsed must be true")
         );
     }
+    // Not strict, AGENTS.md is never cut: over the budget only when it alone is larger, and
+    // then the report and the text's first line say so.
+    let reply = a.call("GET", format!("{LIVE}?budget=40")).send().await?;
+    reply.expect_status(200)?;
+    let body = reply.json_object()?;
+    let (text, report) = (body["text"].as_str().unwrap_or_default(), &body["report"]);
+    let over = report["overBudget"] == true;
+    let used = report["usedTokens"].as_u64().unwrap_or(u64::MAX);
+    if over != text.starts_with("[OVER BUDGET: ") || (!over && used > 40) {
+        return Err(reply.fail(format!(
+            "without strict: overBudget {over}, usedTokens {used} of 40, text starts {:?}",
+            text.chars().take(40).collect::<String>()
+        )));
+    }
     for query in [
         "?budget=0",
         "?budget=1000001",
         "?budget=x",
         "?budget=10&other=1",
+        "?strict=yes",
     ] {
         a.call("GET", format!("{LIVE}{query}"))
             .send()
@@ -83,7 +99,7 @@ pub(crate) async fn live_context_within_budget(ctx: &Ctx) -> ScenarioResult {
             .expect_error(400, "validation_error")?;
     }
     Ok(Outcome::pass(
-        "rendered within budgets of 1, 40 and 8000 tokens as JSON and as text/plain; bad budgets answer 400",
+        "rendered within strict budgets of 1, 40 and 8000 tokens as JSON and as text/plain; over a loose budget only as overBudget says; bad parameters answer 400",
     ))
 }
 

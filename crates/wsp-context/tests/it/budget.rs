@@ -96,6 +96,7 @@ fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter, seed
         .is_multiple_of(5)
         .then(|| SessionContext::new("2026-11-26"));
     let config = ContextConfig::new(budget)
+        .with_strict_budget(true)
         .with_guidance(seed.is_multiple_of(3))
         .with_session(session.map(|s| s.with_session_id(Some("s-1".into()))));
     let ctx = inputs.render(&config, counter);
@@ -146,6 +147,30 @@ fn check(inputs: &ContextInputs, budget: usize, counter: &dyn TokenCounter, seed
     }
     // Same inputs, same output.
     assert_eq!(inputs.render(&config, counter), ctx);
+
+    // Not strict: AGENTS.md, when there, is whole; the budget holds unless it alone is larger,
+    // which the text says first and the report says too.
+    let loose = inputs.render(&config.clone().with_strict_budget(false), counter);
+    let agents = loose
+        .report
+        .entries
+        .iter()
+        .find(|e| e.section == Section::Agents)
+        .unwrap();
+    if matches!(inputs.agents, ReadOutcome::Found(_)) {
+        assert_eq!(agents.outcome, EntryOutcome::Included, "{}", loose.text);
+    }
+    assert_eq!(loose.report.used_tokens, counter.count(&loose.text));
+    if loose.report.over_budget {
+        assert!(loose.text.contains("[OVER BUDGET: "), "{}", loose.text);
+        assert!(loose.report.used_tokens > budget || budget == 0);
+    } else {
+        assert!(
+            loose.report.used_tokens <= budget,
+            "used {}",
+            loose.report.used_tokens
+        );
+    }
 }
 
 proptest! {
@@ -169,7 +194,8 @@ proptest! {
 fn tiny_budgets_collapse_to_one_line_or_nothing() {
     let inputs = inputs(&[(2, 500), (2, 500), (2, 500)], 3, 3, 7);
     for budget in 0..40 {
-        let ctx = inputs.render(&ContextConfig::new(budget), &CharEstimate);
+        let strict = ContextConfig::new(budget).with_strict_budget(true);
+        let ctx = inputs.render(&strict, &CharEstimate);
         assert!(ctx.report.collapsed, "budget {budget}");
         assert!(
             ctx.text.is_empty()

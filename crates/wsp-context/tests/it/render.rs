@@ -173,7 +173,14 @@ async fn session_context_guidance_and_the_memory_index() {
     let plain = render_snapshot(&workspace(), &config).await;
     assert!(!plain.text.contains("MEMORY-INDEX"), "{}", plain.text);
     // A budget the sections do not fit: they are left out whole.
-    let tiny = render_snapshot(&files, &config.clone().with_budget_tokens(60)).await;
+    let tiny = render_snapshot(
+        &files,
+        &config
+            .clone()
+            .with_budget_tokens(60)
+            .with_strict_budget(true),
+    )
+    .await;
     assert!(
         !tiny.text.contains("## Workspace guidance"),
         "{}",
@@ -194,7 +201,9 @@ async fn agents_over_the_whole_budget() {
     files[0].1 = numbered("agents", 400);
     files[1].1 = numbered("memory", 400);
     let budget = 1000;
-    let ctx = render_snapshot(&files, &ContextConfig::new(budget)).await;
+    let strict = ContextConfig::new(budget).with_strict_budget(true);
+    let ctx = render_snapshot(&files, &strict).await;
+    assert!(!ctx.report.over_budget);
     let (agents, memory) = (&ctx.report.entries[0], &ctx.report.entries[1]);
     assert!(agents.full_tokens > budget);
     assert_eq!(agents.outcome, EntryOutcome::Truncated);
@@ -207,6 +216,54 @@ async fn agents_over_the_whole_budget() {
     );
     assert!(agents.included_tokens > memory.included_tokens);
     insta::assert_snapshot!("agents_over_the_whole_budget", snapshot_text(&ctx));
+}
+
+/// Without `strict_budget`, AGENTS.md is never cut: alone over the budget, it is loaded in full,
+/// every other file at its marker, the text opens with `[OVER BUDGET: ...]` and the report says
+/// so; when it fits, it is whole and the rest shares what is left, within the budget.
+#[tokio::test]
+async fn agents_md_is_loaded_in_full_unless_the_budget_is_strict() {
+    let mut files = workspace();
+    files[0].1 = numbered("agents", 400);
+    files[1].1 = numbered("memory", 400);
+    let ctx = render_loose(&files, &ContextConfig::new(1000)).await;
+    let (agents, memory) = (&ctx.report.entries[0], &ctx.report.entries[1]);
+    assert_eq!(agents.outcome, EntryOutcome::Included);
+    assert_eq!(agents.included_tokens, agents.full_tokens);
+    assert!(ctx.report.over_budget);
+    assert!(ctx.report.used_tokens > 1000);
+    assert_eq!(memory.outcome, EntryOutcome::Omitted);
+    assert!(
+        ctx.text.starts_with(&format!(
+            "[OVER BUDGET: a budget of 1000 tokens cannot hold AGENTS.md ({} tokens) in full;",
+            agents.full_tokens
+        )),
+        "{}",
+        &ctx.text[..200]
+    );
+    assert!(ctx.report.summary().contains("OVER BUDGET"));
+    // AGENTS.md larger than its 40% floor but within the budget: whole, and the budget holds.
+    files[0].1 = numbered("agents", 60);
+    let ctx = render_loose(&files, &ContextConfig::new(1000)).await;
+    assert!(!ctx.report.over_budget);
+    assert_eq!(ctx.report.entries[0].outcome, EntryOutcome::Included);
+    assert!(ctx.report.used_tokens <= 1000);
+    let strict = render_loose(&files, &ContextConfig::new(1000).with_strict_budget(true)).await;
+    assert_eq!(strict.report.entries[0].outcome, EntryOutcome::Truncated);
+}
+
+/// [`render_snapshot`] without its within-the-budget check.
+async fn render_loose(
+    files: &[(&str, String)],
+    config: &ContextConfig,
+) -> wsp_context::RenderedContext {
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
+    let store = store_with(&refs).await;
+    let run = store.snapshot(&owner(), &"run".into()).await.unwrap();
+    let source = StoreSource::at_snapshot(store, owner(), run.id);
+    let ctx = assemble(&source, config).await.unwrap();
+    assert_eq!(ctx.report.used_tokens, CharEstimate.count(&ctx.text));
+    ctx
 }
 
 #[tokio::test]

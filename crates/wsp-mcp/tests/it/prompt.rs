@@ -180,6 +180,7 @@ async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
         json!({"budget": "-5"}),
         json!({"run": "r1"}),
         json!({"session": "../x"}),
+        json!({"strict": "yes"}),
     ] {
         let err = client
             .get_prompt(
@@ -188,9 +189,14 @@ async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
             .await
             .unwrap_err();
         assert!(
-            ["budget", "unknown argument", "session must be"]
-                .iter()
-                .any(|w| err.to_string().contains(w)),
+            [
+                "budget",
+                "unknown argument",
+                "session must be",
+                "strict must be"
+            ]
+            .iter()
+            .any(|w| err.to_string().contains(w)),
             "{bad}: {err}"
         );
     }
@@ -247,7 +253,7 @@ async fn the_block_opens_with_the_session_context_and_guidance() {
         .flatten()
         .map(|a| a.name.clone())
         .collect();
-    assert_eq!(names, ["budget", "session"]);
+    assert_eq!(names, ["budget", "session", "strict"]);
     client.cancel().await.unwrap();
 }
 

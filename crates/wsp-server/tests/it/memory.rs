@@ -303,8 +303,8 @@ async fn the_context_is_rendered_live_and_as_a_run_saw_it() {
             .unwrap();
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{query}");
     }
-    // A budget too small for anything still answers, and says so.
-    let tiny: Value = get("/v1/host/workspace/context?budget=1", None)
+    // A strict budget too small for anything still answers, and says so.
+    let tiny: Value = get("/v1/host/workspace/context?budget=1&strict=true", None)
         .await
         .unwrap()
         .json()
@@ -312,4 +312,23 @@ async fn the_context_is_rendered_live_and_as_a_run_saw_it() {
         .unwrap();
     valid("WorkspaceContext", &tiny);
     assert_eq!(tiny["report"]["collapsed"], true, "{tiny}");
+    // Not strict, AGENTS.md is loaded in full anyway, and that is said first.
+    let loose: Value = get("/v1/host/workspace/context?budget=1", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    valid("WorkspaceContext", &loose);
+    assert_eq!(loose["report"]["overBudget"], true, "{loose}");
+    let text = loose["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("[OVER BUDGET: a budget of 1 tokens"),
+        "{text}"
+    );
+    assert!(text.contains("# Changed"), "{text}");
+    let bad = get("/v1/host/workspace/context?strict=yes", None)
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
 }

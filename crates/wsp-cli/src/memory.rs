@@ -80,7 +80,7 @@ enum MemoryCommand {
 pub struct SessionsArgs {
     #[command(flatten)]
     remote: Remote,
-    /// The agent whose index it is: agents/<AGENT>/sessions/sessions.json.
+    /// The agent whose index it is: `agents/<AGENT>/sessions/sessions.json`.
     #[arg(long, default_value = "agent", global = true)]
     agent: String,
     #[command(subcommand)]

@@ -368,7 +368,7 @@ async def main() -> int:
         async def context_prompt(client):
             prompts = (await client.list_prompts()).prompts
             expect([p.name for p in prompts] == ["run_start_context"], f"prompts {[p.name for p in prompts]}")
-            expect([a.name for a in prompts[0].arguments] == ["budget", "session", "strict"], f"arguments {prompts[0].arguments}")
+            expect([a.name for a in prompts[0].arguments] == ["budget", "session", "run", "strict"], f"arguments {prompts[0].arguments}")
             got = await client.get_prompt("run_start_context", arguments={"budget": "500", "session": "s-1"})
             expect(len(got.messages) == 1, f"{len(got.messages)} messages")
             text = got.messages[0].content.text

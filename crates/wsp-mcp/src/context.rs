@@ -6,8 +6,9 @@ use rmcp::model::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 use serde_json::Value;
 use wsp_context::{
     ContextConfig, ContextSource, DEFAULT_BUDGET_TOKENS, Entry, ReadOutcome, Refusal,
-    SessionContext, SourceError, SourceFuture, assemble,
+    SessionContext, SourceError, SourceFuture, StoreSource, assemble,
 };
+use wsp_store::SnapshotId;
 
 use wsp_types::{WorkspacePath, WorkspacePrefix};
 use wsp_vfs::{AccessScope, GlobArgs, Vfs, VfsError, VfsErrorCode, VirtualPath};
@@ -94,6 +95,14 @@ impl ContextRoot {
                          digits, '.', '_', '-').",
                     )
                     .with_required(false),
+                PromptArgument::new("run")
+                    .with_title("Run id")
+                    .with_description(
+                        "Render the files as this run's snapshot holds them (a run of the \
+                         virtual mount at the root, started with POST /v1/runs) instead of the \
+                         live ones.",
+                    )
+                    .with_required(false),
                 PromptArgument::new("strict")
                     .with_title("Strict budget")
                     .with_description(
@@ -121,6 +130,7 @@ impl ContextRoot {
             budget,
             session,
             strict,
+            run,
         } = arguments_of(arguments)?;
         let today = chrono::Utc::now()
             .date_naive()
@@ -133,13 +143,20 @@ impl ContextRoot {
             .with_strict_budget(strict)
             .with_guidance(true)
             .with_session(Some(SessionContext::new(today).with_session_id(session)));
-        let source = VfsSource {
-            vfs,
-            root: &self.root,
-        };
-        let ctx = assemble(&source, &config)
-            .await
-            .map_err(|e| PromptError::Unavailable(e.to_string()))?;
+        let ctx = match run {
+            None => {
+                let source = VfsSource {
+                    vfs,
+                    root: &self.root,
+                };
+                assemble(&source, &config).await
+            }
+            Some(run) => {
+                let source = self.run_source(vfs, &run).await?;
+                assemble(&source, &config).await
+            }
+        }
+        .map_err(|e| PromptError::Unavailable(e.to_string()))?;
         let summary = format!(
             "{} of {} tokens from {}",
             ctx.report.used_tokens, ctx.report.budget_tokens, self.root
@@ -148,6 +165,31 @@ impl ContextRoot {
             GetPromptResult::new(vec![PromptMessage::new_text(Role::User, ctx.text)])
                 .with_description(summary),
         )
+    }
+}
+
+impl ContextRoot {
+    /// The root's files as the run `run` saw them: its snapshot of the virtual Mount at the
+    /// root (a run is a snapshot of a store's namespace; a directory on disk has none).
+    async fn run_source(&self, vfs: &Vfs, run: &str) -> Result<StoreSource, PromptError> {
+        let refuse = |why: String| Err(PromptError::InvalidArguments(why));
+        let Some((store, owner)) = vfs.virtual_backing(self.root.as_str()) else {
+            return refuse(format!(
+                "run needs the context root {} on a virtual mount: a run is a snapshot of a store namespace",
+                self.root
+            ));
+        };
+        let Some(id) = SnapshotId::parse(run) else {
+            return refuse(format!("run {run:?} is not a run id"));
+        };
+        match store.snapshot_info(&owner, &id).await {
+            Ok(info) if info.released.is_none() => Ok(StoreSource::at_snapshot(store, owner, id)),
+            Ok(_) => refuse(format!("run {run} has ended; its snapshot is gone")),
+            Err(wsp_store::StoreError::NotFound) => {
+                refuse(format!("no run {run} of the workspace at {}", self.root))
+            }
+            Err(e) => Err(PromptError::Unavailable(e.to_string())),
+        }
     }
 }
 
@@ -168,6 +210,8 @@ struct Arguments {
     session: Option<String>,
     /// Never exceed the budget, even to load `AGENTS.md` in full.
     strict: bool,
+    /// Read the run's snapshot instead of the live files.
+    run: Option<String>,
 }
 
 fn arguments_of(
@@ -176,7 +220,15 @@ fn arguments_of(
     let mut budget = DEFAULT_BUDGET_TOKENS;
     let mut session = None;
     let mut strict = false;
+    let mut run = None;
     for (name, value) in arguments.into_iter().flatten() {
+        if name == "run" {
+            let id = value.as_str().filter(|id| !id.is_empty()).ok_or_else(|| {
+                PromptError::InvalidArguments(format!("run must be a run id, got {value}"))
+            })?;
+            run = Some(id.to_owned());
+            continue;
+        }
         if name == "strict" {
             strict = match value {
                 Value::Bool(b) => *b,
@@ -204,7 +256,7 @@ fn arguments_of(
         }
         if name != "budget" {
             return Err(PromptError::InvalidArguments(format!(
-                "unknown argument {name:?}; {CONTEXT_PROMPT} takes budget, session and strict"
+                "unknown argument {name:?}; {CONTEXT_PROMPT} takes budget, session, strict and run"
             )));
         }
         // MCP prompt arguments are strings; a number is accepted too.
@@ -225,6 +277,7 @@ fn arguments_of(
         budget,
         session,
         strict,
+        run,
     })
 }
 

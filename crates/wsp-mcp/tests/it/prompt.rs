@@ -179,6 +179,7 @@ async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
         json!({"budget": "lots"}),
         json!({"budget": "-5"}),
         json!({"run": "r1"}),
+        json!({"colour": "red"}),
         json!({"session": "../x"}),
         json!({"strict": "yes"}),
     ] {
@@ -193,7 +194,8 @@ async fn bad_arguments_and_unknown_prompts_are_protocol_errors() {
                 "budget",
                 "unknown argument",
                 "session must be",
-                "strict must be"
+                "strict must be",
+                "virtual mount"
             ]
             .iter()
             .any(|w| err.to_string().contains(w)),
@@ -253,7 +255,7 @@ async fn the_block_opens_with_the_session_context_and_guidance() {
         .flatten()
         .map(|a| a.name.clone())
         .collect();
-    assert_eq!(names, ["budget", "session", "strict"]);
+    assert_eq!(names, ["budget", "session", "run", "strict"]);
     client.cancel().await.unwrap();
 }
 
@@ -284,4 +286,84 @@ fn the_root_must_be_a_readable_workspace() {
             .prompt_names(),
         [CONTEXT_PROMPT]
     );
+}
+
+/// With `run`, the block is read from the run's snapshot of the virtual mount at the root:
+/// what the run saw, whatever was written since; an unknown or ended run, or a root on disk,
+/// is an invalid-params error.
+#[tokio::test]
+async fn a_run_argument_reads_the_runs_snapshot() {
+    use wsp_store::{FileWrite, Precondition, WorkspaceStore};
+    use wsp_types::WorkspacePath;
+
+    let store = Arc::new(MemoryStore::default());
+    let table = MountTable::from_toml_str(
+        "[[workspace]]\npath = \"/workspace\"\nscope = \"rw\"\nmount = { virtual = \"reviewer\" }\n",
+    )
+    .unwrap();
+    let vfs = Vfs::builder(table)
+        .virtual_store(store.clone())
+        .build()
+        .unwrap();
+    let (_, owner) = vfs.virtual_backing("/workspace").unwrap();
+    let agents = WorkspacePath::parse("AGENTS.md").unwrap();
+    let put = |text: &'static str| {
+        let (store, owner, agents) = (store.clone(), owner.clone(), agents.clone());
+        async move {
+            store
+                .put(
+                    &owner,
+                    &agents,
+                    FileWrite::markdown(text),
+                    Precondition::None,
+                )
+                .await
+                .unwrap();
+        }
+    };
+    put("# As the run started\n").await;
+    let run = store.snapshot(&owner, &"run".into()).await.unwrap();
+    put("# Written later\n").await;
+    let client = connect(
+        McpServer::files(vfs)
+            .with_context_root("/workspace")
+            .unwrap(),
+    )
+    .await;
+    let get = |arguments: Value| {
+        client
+            .get_prompt(GetPromptRequestParams::new(CONTEXT_PROMPT).with_arguments(args(arguments)))
+    };
+    let text_of = |got: rmcp::model::GetPromptResult| match &got.messages[0].content {
+        ContentBlock::Text(t) => t.text.clone(),
+        _ => panic!("a text message"),
+    };
+    let seen = text_of(get(json!({"run": run.id.as_str()})).await.unwrap());
+    assert!(seen.contains("# As the run started"), "{seen}");
+    let live = text_of(get(json!({})).await.unwrap());
+    assert!(live.contains("# Written later"), "{live}");
+    let unknown = get(json!({"run": "0123456789abcdef0123456789abcdef"}))
+        .await
+        .unwrap_err();
+    assert!(unknown.to_string().contains("no run"), "{unknown}");
+    store
+        .release_snapshot(&owner, &run.id, "completed")
+        .await
+        .unwrap();
+    let ended = get(json!({"run": run.id.as_str()})).await.unwrap_err();
+    assert!(ended.to_string().contains("has ended"), "{ended}");
+    client.cancel().await.unwrap();
+
+    // A root on disk has no runs.
+    let dir = layout();
+    let client = connect(server(&dir)).await;
+    let err = client
+        .get_prompt(
+            GetPromptRequestParams::new(CONTEXT_PROMPT)
+                .with_arguments(args(json!({"run": run.id.as_str()}))),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("virtual mount"), "{err}");
+    client.cancel().await.unwrap();
 }

@@ -73,6 +73,13 @@ pub(crate) struct VirtualStore {
     author: Option<String>,
 }
 
+impl VirtualStore {
+    /// The store and the owner whose files this Mount shows.
+    pub(crate) fn backing(&self) -> (Arc<dyn WorkspaceStore>, Owner) {
+        (self.store.clone(), self.owner.clone())
+    }
+}
+
 impl std::fmt::Debug for VirtualStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VirtualStore")

@@ -403,6 +403,18 @@ impl Vfs {
         self.route(&path).map(|(ws, _)| ws.info.clone())
     }
 
+    /// The store and owner behind the Workspace mounted exactly at `path`, when it is a virtual
+    /// Mount (not physical, not an overlay): what a host needs to read that namespace as of a
+    /// snapshot (a run). `None` for any other path or Mount.
+    pub fn virtual_backing(&self, path: &str) -> Option<(Arc<dyn WorkspaceStore>, Owner)> {
+        let path = VirtualPath::parse(path).ok()?;
+        let ws = self.workspaces.iter().find(|w| w.info.path == path)?;
+        match &ws.store {
+            Store::Virtual(v) => Some(v.backing()),
+            _ => None,
+        }
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &VfsLimits {
         &self.limits

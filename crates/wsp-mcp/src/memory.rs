@@ -7,6 +7,7 @@
 //! Updates are conditional (`create_only`, then `if_match` on the etag just read) and retried
 //! after a conflict, so concurrent appenders and recorders never lose each other's lines.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -15,7 +16,9 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wsp_context::{RetryPolicy, SessionIndex, SessionRecord, memory_log_path};
-use wsp_store::search::{score_line, snippet, terms};
+use wsp_store::SearchQuery;
+use wsp_store::search::{MAX_SEARCH_RESULTS, score_line, snippet, terms};
+use wsp_types::WorkspacePrefix;
 use wsp_vfs::{
     AccessScope, GlobArgs, Operation, ToolOutput, Vfs, VfsError, VfsErrorCode, VirtualPath,
     WriteFileArgs,
@@ -424,7 +427,7 @@ impl MemoryTools {
         };
         let mut scan = Scan::default();
         for target in &targets {
-            match self.scan(vfs, target, &terms, &mut scan).await {
+            match self.scan(vfs, target, &args.query, &terms, &mut scan).await {
                 Ok(()) => {}
                 Err(e) if named => return Err(e),
                 Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
@@ -433,11 +436,12 @@ impl MemoryTools {
         }
         let Scan {
             mut hits,
+            more,
             files,
             skipped,
             truncated,
         } = scan;
-        let total = hits.len();
+        let total = hits.len() + more;
         hits.sort_by(|a, b| {
             b.score
                 .cmp(&a.score)
@@ -480,10 +484,14 @@ impl MemoryTools {
     }
 
     /// Adds the matching lines of `target` (a file, or every file below a directory) to `scan`.
+    /// Below a directory, the files of a virtual Mount are searched through its store's index
+    /// (one call per Mount; only the files the listing showed count, so a path a deeper Mount
+    /// covers is never taken from the one underneath), and files on disk are read.
     async fn scan(
         &self,
         vfs: &Vfs,
         target: &str,
+        query: &str,
         terms: &[String],
         scan: &mut Scan,
     ) -> Result<(), VfsError> {
@@ -504,11 +512,61 @@ impl MemoryTools {
             }
             Err(e) => return Err(e),
         };
+        // The files by the Workspace that holds them.
+        let mut by_mount: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for path in files {
-            match vfs.read_whole(path.as_str()).await {
-                Ok(file) => scan.add(path.as_str(), &file.bytes, terms),
-                Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
-                Err(e) => scan.skipped.push((path.to_string(), e.message)),
+            let root = vfs
+                .workspace_at(path.as_str())
+                .map(|w| w.path.to_string())
+                .unwrap_or_default();
+            by_mount.entry(root).or_default().push(path.to_string());
+        }
+        for (root, files) in by_mount {
+            if let Some((store, owner)) = vfs.virtual_backing(&root) {
+                let within = target
+                    .strip_prefix(root.as_str())
+                    .map(|rest| rest.trim_start_matches('/'))
+                    .filter(|rest| !rest.is_empty())
+                    .map(|rest| format!("{rest}/"))
+                    .unwrap_or_default();
+                let prefix = WorkspacePrefix::parse(&within).map_err(|e| {
+                    VfsError::new(VfsErrorCode::InvalidPath, format!("{target}: {e}"))
+                })?;
+                let query = SearchQuery::new(query, prefix, MAX_SEARCH_RESULTS)
+                    .map_err(|e| VfsError::new(VfsErrorCode::InvalidArgument, e.to_string()))?;
+                let found = store.search(&owner, &query).await.map_err(|e| {
+                    VfsError::new(VfsErrorCode::Unavailable, format!("{root}: {e}"))
+                })?;
+                let shown: BTreeSet<&str> = files.iter().map(String::as_str).collect();
+                let joined = |rel: &str| {
+                    if root == "/" {
+                        format!("/{rel}")
+                    } else {
+                        format!("{root}/{rel}")
+                    }
+                };
+                scan.files += found.files as usize;
+                scan.truncated |= found.truncated;
+                scan.more += (found.total as usize).saturating_sub(found.hits.len());
+                for hit in found.hits {
+                    let path = joined(hit.path.as_str());
+                    if shown.contains(path.as_str()) {
+                        scan.hits.push(Hit {
+                            path,
+                            line: hit.line as usize,
+                            score: hit.score,
+                            snippet: hit.snippet,
+                        });
+                    }
+                }
+                continue;
+            }
+            for path in files {
+                match vfs.read_whole(&path).await {
+                    Ok(file) => scan.add(&path, &file.bytes, terms),
+                    Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
+                    Err(e) => scan.skipped.push((path, e.message)),
+                }
             }
         }
         Ok(())
@@ -519,6 +577,8 @@ impl MemoryTools {
 #[derive(Debug, Default)]
 struct Scan {
     hits: Vec<Hit>,
+    /// Matching lines a store's search counted beyond the ones it returned.
+    more: usize,
     files: usize,
     skipped: Vec<(String, String)>,
     truncated: bool,

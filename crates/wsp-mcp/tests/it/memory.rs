@@ -336,3 +336,94 @@ async fn sessions_are_recorded_without_losing_any() {
     let bad = call(&client, SESSION_RECORD, json!({"session_id": "../x"})).await;
     assert_eq!(bad.is_error, Some(true));
 }
+
+/// A memory store that counts its searches and reads.
+struct Counting {
+    inner: MemoryStore,
+    searches: std::sync::atomic::AtomicUsize,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl wsp_store::WorkspaceStore for Counting {
+    wsp_store::forward_store!(|this| this.inner; limits, features, list, put, delete, history);
+
+    fn get<'a>(
+        &'a self,
+        owner: &'a wsp_types::Owner,
+        path: &'a wsp_types::WorkspacePath,
+        version: Option<u64>,
+    ) -> wsp_store::StoreFuture<'a, wsp_store::StoredFile> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.get(owner, path, version)
+    }
+
+    fn search<'a>(
+        &'a self,
+        owner: &'a wsp_types::Owner,
+        query: &'a wsp_store::SearchQuery,
+    ) -> wsp_store::StoreFuture<'a, wsp_store::SearchResults> {
+        self.searches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.search(owner, query)
+    }
+}
+
+/// On a virtual memory folder, memory_search asks the store's search once instead of reading
+/// each daily log, and answers what the scan would.
+#[tokio::test]
+async fn memory_search_uses_the_stores_search_on_a_virtual_mount() {
+    use std::sync::atomic::Ordering::Relaxed;
+
+    let f = Fixture::new();
+    let store = Arc::new(Counting {
+        inner: MemoryStore::default(),
+        searches: Default::default(),
+        reads: Default::default(),
+    });
+    let toml = TABLE
+        .replace("MEMORY_SCOPE", "rw")
+        .replace("MEMORY_MOUNT", r#"{ virtual = "memory" }"#)
+        .replace("DIR", &f.dir.path().display().to_string());
+    let vfs = Vfs::builder(MountTable::from_toml_str(&toml).unwrap())
+        .virtual_store(store.clone())
+        .build()
+        .unwrap();
+    let client = connect(
+        McpServer::files(vfs)
+            .with_context_root("/workspace")
+            .unwrap(),
+    )
+    .await;
+    for day in 1..=20 {
+        let w = call(
+            &client,
+            "write_file",
+            json!({"path": format!("/workspace/memory/2026-01-{day:02}.md"), "content": format!("day {day}: the deploy went fine\n")}),
+        )
+        .await;
+        assert_ne!(w.is_error, Some(true), "{}", text(&w));
+    }
+    let (reads, searches) = (store.reads.load(Relaxed), store.searches.load(Relaxed));
+    let (said, data) = ok(
+        &client,
+        MEMORY_SEARCH,
+        json!({"query": "deploy", "limit": 3}),
+    )
+    .await;
+    assert_eq!(store.searches.load(Relaxed) - searches, 1, "{said}");
+    assert_eq!(
+        store.reads.load(Relaxed) - reads,
+        0,
+        "no daily log read one by one"
+    );
+    assert_eq!(
+        data["total"], 22,
+        "20 logs and MEMORY.md's two deploy lines: {said}"
+    );
+    assert_eq!(
+        data["matches"][0]["path"], "/workspace/memory/2026-01-20.md",
+        "{said}"
+    );
+    client.cancel().await.unwrap();
+}

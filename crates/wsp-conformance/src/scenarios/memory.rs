@@ -174,15 +174,6 @@ fn is_log_path(path: &str) -> bool {
         })
 }
 
-/// The log's text now, or `None` when it does not exist.
-async fn log_text(a: &Caller<'_>, path: &str) -> Result<Option<String>, Outcome> {
-    let reply = a.get(path).send().await?;
-    if reply.status == 404 {
-        return Ok(None);
-    }
-    Ok(reply.expect_file(path)?.content)
-}
-
 /// WS-MEM-001
 pub(crate) async fn concurrent_appends_lose_nothing(ctx: &Ctx) -> ScenarioResult {
     let a = ctx.as_a()?;
@@ -211,7 +202,12 @@ pub(crate) async fn concurrent_appends_lose_nothing(ctx: &Ctx) -> ScenarioResult
     let Some(path) = log else {
         return Err(Outcome::fail("no append was answered"));
     };
-    let text = log_text(&a, &path).await?.unwrap_or_default();
+    let log = a.get(&path).send().await?;
+    let text = if log.status == 404 {
+        String::new()
+    } else {
+        log.expect_file(&path)?.content.unwrap_or_default()
+    };
     // A log that holds only this run's lines was made by it: deleted at the end of the run.
     let run_word = word(ctx, "");
     if text.lines().all(|l| l.starts_with(&run_word)) {
@@ -227,16 +223,14 @@ pub(crate) async fn concurrent_appends_lose_nothing(ctx: &Ctx) -> ScenarioResult
         }
     }
     if !missing.is_empty() {
-        return Err(Outcome::fail(format!(
+        return Err(log.fail(format!(
             "{} of 24 concurrent appends are not in {path} exactly once, e.g. {:?}",
             missing.len(),
             missing[0]
         )));
     }
     if text.lines().filter(|l| l.starts_with(&tag)).count() != 24 {
-        return Err(Outcome::fail(format!(
-            "{path} should hold the run's 24 lines once each"
-        )));
+        return Err(log.fail(format!("{path} should hold the run's 24 lines once each")));
     }
     Ok(Outcome::pass(
         "24 concurrent appends are each in today's log exactly once",

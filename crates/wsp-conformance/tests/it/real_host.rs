@@ -20,7 +20,9 @@ use crate::support::ids;
 
 const SECRET: (&str, &str) = ("real-host-secret", "a-secret-value-for-wsr-1");
 
-/// A store that ignores every precondition on writes: a stale `If-Match` is accepted.
+/// A store that ignores every precondition on writes: a stale `If-Match` is accepted. A write
+/// of a daily memory log waits a little first, so that concurrent appends (which read, then
+/// write conditionally) always overlap and the lost lines show, as they would under load.
 struct IgnoresPreconditions(MemoryStore);
 
 impl WorkspaceStore for IgnoresPreconditions {
@@ -45,7 +47,13 @@ impl WorkspaceStore for IgnoresPreconditions {
         w: FileWrite,
         _: Precondition,
     ) -> StoreFuture<'a, StoredFile> {
-        self.0.put(o, p, w, Precondition::None)
+        let slow = p.as_str().starts_with("memory/");
+        Box::pin(async move {
+            if slow {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            self.0.put(o, p, w, Precondition::None).await
+        })
     }
     fn delete<'a>(
         &'a self,
@@ -135,8 +143,8 @@ async fn a_host_that_accepts_stale_if_match_fails_exactly_the_precondition_scena
 }
 
 /// Every scenario that sends a write precondition the store must honour (deletes still honour
-/// theirs, so WS-ETAG-007 passes).
-const EXPECTED_PRECONDITION_FAILURES: [&str; 11] = [
+/// theirs, so WS-ETAG-007 passes), and the concurrent memory appends, which rely on one.
+const EXPECTED_PRECONDITION_FAILURES: [&str; 12] = [
     "WS-ATOM-002",
     "WS-ATOM-004",
     "WS-DEL-005",
@@ -146,6 +154,7 @@ const EXPECTED_PRECONDITION_FAILURES: [&str; 11] = [
     "WS-ETAG-005",
     "WS-ETAG-006",
     "WS-ETAG-008",
+    "WS-MEM-001",
     "WS-PUT-010",
     "WS-WCT-007",
 ];

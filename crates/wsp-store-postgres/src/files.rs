@@ -203,7 +203,8 @@ const APPLY_DELETE: &str = "
     WHERE tenant = $1 AND workspace = $2";
 
 /// The owner's one token in the search index, from `$1` (tenant) and `$2` (workspace): `o`,
-/// the tenant's UTF-8 bytes in hex, `x`, the workspace's (what [`owner_token`] writes).
+/// the tenant's UTF-8 bytes in hex, `x`, the workspace's (what `wsp_store::search::owner_token`
+/// writes).
 const OWNER_TOKEN: &str = "'o' || encode(convert_to($1::text, 'UTF8'), 'hex') || 'x' \
     || encode(convert_to($2::text, 'UTF8'), 'hex')";
 
@@ -237,25 +238,11 @@ const SEARCH_FROM: &str = "
     ORDER BY ts_rank(x.doc, q) DESC, x.path
     LIMIT $5";
 
-/// The owner's token as [`OWNER_TOKEN`] writes it.
-fn owner_token(owner: &Owner) -> String {
-    use std::fmt::Write as _;
-    let mut token = String::from("o");
-    for b in owner.tenant.as_str().bytes() {
-        let _ = write!(token, "{b:02x}");
-    }
-    token.push('x');
-    for b in owner.workspace.as_str().bytes() {
-        let _ = write!(token, "{b:02x}");
-    }
-    token
-}
-
 /// The text search query: the owner's token and any of the words, each a prefix (`deploy:*`).
 fn search_query(owner: &Owner, query: &SearchQuery) -> String {
     // Words are letters and digits only: none is an operator of the query syntax.
     let words: Vec<String> = query.terms().iter().map(|t| format!("{t}:*")).collect();
-    format!("{} & ({})", owner_token(owner), words.join(" | "))
+    format!("{} & ({})", search::owner_token(owner), words.join(" | "))
 }
 
 /// What the index covers of a write: the text's first characters (NULs as spaces: a text

@@ -65,22 +65,6 @@ const CANDIDATES_FROM: &str = "
     ORDER BY bm25(search_text, 0.0, 1.0), d.path
     LIMIT ?5";
 
-/// The owner's one token in the index: `o`, the tenant's bytes in hex, `x`, the workspace's.
-/// Letters and digits only, so the tokenizer keeps it whole (and SQLite's `hex()` writes the
-/// same in the migration).
-fn owner_token(owner: &Owner) -> String {
-    use std::fmt::Write as _;
-    let mut token = String::from("o");
-    for b in owner.tenant.as_str().bytes() {
-        let _ = write!(token, "{b:02X}");
-    }
-    token.push('x');
-    for b in owner.workspace.as_str().bytes() {
-        let _ = write!(token, "{b:02X}");
-    }
-    token
-}
-
 fn params3<'a>(owner: &'a Owner, path: &'a WorkspacePath) -> (&'a str, &'a str, &'a str) {
     (
         owner.tenant.as_str(),
@@ -107,7 +91,7 @@ pub(crate) fn index(
         .query_row(params, |row| row.get(0))?;
     let text = search::indexed_part(&write.content);
     tx.prepare_cached(INDEX_TEXT)?
-        .execute((id, owner_token(owner), text))?;
+        .execute((id, search::owner_token(owner), text))?;
     Ok(())
 }
 
@@ -133,7 +117,10 @@ fn match_expression(owner: &Owner, query: &SearchQuery) -> String {
         .map(|t| format!("\"{t}\"*"))
         .collect::<Vec<_>>()
         .join(" OR ");
-    format!("owner : \"{}\" AND content : ({words})", owner_token(owner))
+    format!(
+        "owner : \"{}\" AND content : ({words})",
+        search::owner_token(owner)
+    )
 }
 
 /// Searches the owner's live text files.
@@ -241,7 +228,8 @@ mod tests {
     }
 
     /// A database written before the index (schema 6) gets its live text files indexed by the
-    /// migration: a tombstoned file and a binary one are not.
+    /// migration: a tombstoned file and a binary one are not; the owner's token it writes
+    /// (uppercase hex) matches the one queries use (lowercase).
     #[test]
     fn the_migration_indexes_the_live_text_files() {
         let conn = Connection::open_in_memory().unwrap();
@@ -251,23 +239,23 @@ mod tests {
         }
         conn.execute_batch(
             "INSERT INTO owners (tenant, workspace, seq, live_files) VALUES
-                 ('t', 'w', 3, 2), ('u', 'w', 1, 1);
+                 ('z', 'w', 3, 2), ('u', 'w', 1, 1);
              INSERT INTO files (tenant, workspace, path, life, version, live, seq) VALUES
-                 ('t', 'w', 'MEMORY.md', 1, 1, 1, 1),
-                 ('t', 'w', 'gone.md', 1, 2, 0, 3),
-                 ('t', 'w', 'logo.png', 1, 1, 1, 2),
+                 ('z', 'w', 'MEMORY.md', 1, 1, 1, 1),
+                 ('z', 'w', 'gone.md', 1, 2, 0, 3),
+                 ('z', 'w', 'logo.png', 1, 1, 1, 2),
                  ('u', 'w', 'MEMORY.md', 1, 1, 1, 1);
              INSERT INTO versions (tenant, workspace, path, life, version, seq, deleted,
                  content_type, updated_at, size, base64, content) VALUES
-                 ('t', 'w', 'MEMORY.md', 1, 1, 1, 0, 'text/markdown', 0, 15, 0, 'Friday deploys'),
-                 ('t', 'w', 'gone.md', 1, 1, 2, 0, 'text/markdown', 0, 6, 0, 'friday'),
-                 ('t', 'w', 'gone.md', 1, 2, 3, 1, NULL, 0, NULL, 0, NULL),
-                 ('t', 'w', 'logo.png', 1, 1, 2, 0, 'image/png', 0, 6, 1, 'ZnJpZGF5'),
+                 ('z', 'w', 'MEMORY.md', 1, 1, 1, 0, 'text/markdown', 0, 15, 0, 'Friday deploys'),
+                 ('z', 'w', 'gone.md', 1, 1, 2, 0, 'text/markdown', 0, 6, 0, 'friday'),
+                 ('z', 'w', 'gone.md', 1, 2, 3, 1, NULL, 0, NULL, 0, NULL),
+                 ('z', 'w', 'logo.png', 1, 1, 2, 0, 'image/png', 0, 6, 1, 'ZnJpZGF5'),
                  ('u', 'w', 'MEMORY.md', 1, 1, 1, 0, 'text/markdown', 0, 9, 0, 'friday u');",
         )
         .unwrap();
         conn.execute_batch(migrations[6]).unwrap();
-        let t = Owner::parse("t", "w").unwrap();
+        let t = Owner::parse("z", "w").unwrap();
         let query = SearchQuery::new("friday", wsp_types::WorkspacePrefix::all(), 10).unwrap();
         let found = run(&conn, &t, &query).unwrap();
         let paths: Vec<(&str, &str)> = found
@@ -276,6 +264,8 @@ mod tests {
             .map(|h| (h.path.as_str(), h.snippet.as_str()))
             .collect();
         assert_eq!(paths, [("MEMORY.md", "Friday deploys")]);
-        assert_eq!(owner_token(&t), "o74x77");
+        // The migration wrote the token with uppercase hex (SQLite's hex()), the query asks
+        // in lowercase: the tokenizer folds case.
+        assert_eq!(search::owner_token(&t), "o7ax77");
     }
 }

@@ -7,6 +7,7 @@
 //! lines of each and [`rank`] orders them. The default ([`crate::WorkspaceStore::search`])
 //! scans every live text file under the prefix.
 
+use std::cmp::Reverse;
 use std::collections::BTreeSet;
 
 use wsp_types::{WorkspacePath, WorkspacePrefix};
@@ -77,6 +78,12 @@ impl SearchQuery {
             prefix,
             limit,
         })
+    }
+
+    /// This search under another prefix.
+    pub fn with_prefix(mut self, prefix: WorkspacePrefix) -> Self {
+        self.prefix = prefix;
+        self
     }
 
     /// The query as given.
@@ -173,28 +180,38 @@ pub fn snippet(line: &str) -> String {
     }
 }
 
+/// The matching lines of a text: each line's number (from 1), score and snippet.
+pub fn matching_lines<'a>(
+    text: &'a str,
+    terms: &'a [String],
+) -> impl Iterator<Item = (u64, u32, String)> + 'a {
+    text.lines().enumerate().filter_map(|(i, line)| {
+        score_line(line, terms).map(|score| (i as u64 + 1, score, snippet(line)))
+    })
+}
+
 /// The matching lines of one file's text.
 pub fn scan_lines(path: &WorkspacePath, text: &str, terms: &[String]) -> Vec<SearchHit> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, line)| {
-            score_line(line, terms).map(|score| SearchHit {
-                path: path.clone(),
-                line: i as u64 + 1,
-                snippet: snippet(line),
-                score,
-            })
+    matching_lines(text, terms)
+        .map(|(line, score, snippet)| SearchHit {
+            path: path.clone(),
+            line,
+            snippet,
+            score,
         })
         .collect()
 }
 
-/// Orders `hits` (score, then newer path, then line), keeps the best `limit`, and counts them.
+/// The order of matching lines, smallest first: higher score, then the later path in byte order
+/// (a newer daily log first), then the earlier line. Every surface that ranks lines sorts by it.
+pub fn rank_key(score: u32, path: &str, line: u64) -> (Reverse<u32>, Reverse<&str>, u64) {
+    (Reverse(score), Reverse(path), line)
+}
+
+/// Orders `hits` ([`rank_key`]), keeps the best `limit`, and counts them.
 pub fn rank(mut hits: Vec<SearchHit>, limit: usize, files: u64, truncated: bool) -> SearchResults {
     hits.sort_by(|a, b| {
-        b.score
-            .cmp(&a.score)
-            .then_with(|| b.path.cmp(&a.path))
-            .then_with(|| a.line.cmp(&b.line))
+        rank_key(a.score, a.path.as_str(), a.line).cmp(&rank_key(b.score, b.path.as_str(), b.line))
     });
     let total = hits.len() as u64;
     hits.truncate(limit);
@@ -204,6 +221,28 @@ pub fn rank(mut hits: Vec<SearchHit>, limit: usize, files: u64, truncated: bool)
         files,
         truncated,
     }
+}
+
+/// The one token that names `owner` in a full-text index: `o`, the tenant's UTF-8 bytes in
+/// lowercase hex, `x`, the workspace's. Letters and digits only, so every tokenizer keeps it
+/// whole; an index that folds case (SQLite's `unicode61`, PostgreSQL's `simple`) matches it
+/// however the hex digits were written. A query that requires it reads only the owner's entries.
+///
+/// ```
+/// let owner = wsp_types::Owner::parse("t", "w").unwrap();
+/// assert_eq!(wsp_store::search::owner_token(&owner), "o74x77");
+/// ```
+pub fn owner_token(owner: &wsp_types::Owner) -> String {
+    use std::fmt::Write as _;
+    let mut token = String::from("o");
+    for b in owner.tenant.as_str().bytes() {
+        let _ = write!(token, "{b:02x}");
+    }
+    token.push('x');
+    for b in owner.workspace.as_str().bytes() {
+        let _ = write!(token, "{b:02x}");
+    }
+    token
 }
 
 /// `text` cut to what an index covers ([`INDEXED_CHARS`]).

@@ -21,6 +21,56 @@ pub struct SessionIndex {
     pub other: Map<String, Value>,
 }
 
+impl SessionIndex {
+    /// Reads an index from the text of `sessions.json`.
+    pub fn from_text(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// The text of `sessions.json`: pretty JSON ending with a newline.
+    pub fn to_text(&self) -> String {
+        let mut text = serde_json::to_string_pretty(self)
+            .expect("a session index always serializes (string keys, no floats)");
+        text.push('\n');
+        text
+    }
+
+    /// Applies `update`: adds the session (started and updated `at`), or, when its id is
+    /// present, sets its `updatedAt` and, if given, its summary. Whether it was added.
+    ///
+    /// ```
+    /// use chrono::{TimeZone, Utc};
+    /// use wsp_context::{SessionIndex, SessionUpdate};
+    /// let at = Utc.with_ymd_and_hms(2025, 3, 7, 9, 0, 0).unwrap();
+    /// let mut index = SessionIndex::default();
+    /// let first = SessionUpdate { id: "s-1".into(), at, summary: Some("planned".into()) };
+    /// assert!(index.record(&first));
+    /// assert!(!index.record(&SessionUpdate { summary: None, ..first }));
+    /// assert_eq!(index.sessions[0].summary.as_deref(), Some("planned"));
+    /// ```
+    pub fn record(&mut self, update: &SessionUpdate) -> bool {
+        match self.sessions.iter_mut().find(|s| s.id == update.id) {
+            Some(record) => {
+                record.updated_at = update.at;
+                if update.summary.is_some() {
+                    record.summary.clone_from(&update.summary);
+                }
+                false
+            }
+            None => {
+                self.sessions.push(SessionRecord {
+                    id: update.id.clone(),
+                    started_at: update.at,
+                    updated_at: update.at,
+                    summary: update.summary.clone(),
+                    other: Map::new(),
+                });
+                true
+            }
+        }
+    }
+}
+
 /// One session in a [`SessionIndex`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -95,7 +145,7 @@ pub fn session_index_path(agent_id: &str) -> Result<WorkspacePath, WriteError> {
 }
 
 fn parse_index(path: &WorkspacePath, content: &str) -> Result<SessionIndex, WriteError> {
-    serde_json::from_str(content).map_err(|e| WriteError::Corrupt {
+    SessionIndex::from_text(content).map_err(|e| WriteError::Corrupt {
         path: path.to_string(),
         reason: format!("not a session index: {e}"),
     })
@@ -142,13 +192,7 @@ where
                 None => SessionIndex::default(),
             };
             change(&mut index);
-            let mut text =
-                serde_json::to_string_pretty(&index).map_err(|e| WriteError::Corrupt {
-                    path: path.to_string(),
-                    reason: e.to_string(),
-                })?;
-            text.push('\n');
-            Ok(text)
+            Ok(index.to_text())
         },
     )
     .await?;
@@ -185,21 +229,7 @@ pub async fn record_session(
         return Err(WriteError::Invalid("a session id is not empty".into()));
     }
     update_session_index(store, owner, agent_id, options, |index| {
-        match index.sessions.iter_mut().find(|s| s.id == update.id) {
-            Some(record) => {
-                record.updated_at = update.at;
-                if update.summary.is_some() {
-                    record.summary.clone_from(&update.summary);
-                }
-            }
-            None => index.sessions.push(SessionRecord {
-                id: update.id.clone(),
-                started_at: update.at,
-                updated_at: update.at,
-                summary: update.summary.clone(),
-                other: Map::new(),
-            }),
-        }
+        index.record(&update);
     })
     .await
 }

@@ -15,9 +15,9 @@ use chrono::Utc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use wsp_context::{RetryPolicy, SessionIndex, SessionRecord, memory_log_path};
+use wsp_context::{RetryPolicy, SessionIndex, SessionUpdate, memory_log_path};
 use wsp_store::SearchQuery;
-use wsp_store::search::{MAX_SEARCH_RESULTS, score_line, snippet, terms};
+use wsp_store::search::{MAX_SEARCH_RESULTS, matching_lines, rank_key};
 use wsp_types::WorkspacePrefix;
 use wsp_vfs::{
     AccessScope, GlobArgs, Operation, ToolOutput, Vfs, VfsError, VfsErrorCode, VirtualPath,
@@ -291,12 +291,16 @@ impl MemoryTools {
             ));
         }
         let path = self.full(&format!("agents/{agent}/sessions/sessions.json"));
-        let now = Utc::now();
-        let mut added = false;
-        let (etag, content) = self
+        let update = SessionUpdate {
+            id: args.session_id.clone(),
+            at: Utc::now(),
+            summary: args.summary.clone(),
+        };
+        let (mut added, mut sessions) = (false, 0);
+        let (etag, _) = self
             .update(vfs, &path, |current| {
-                let mut index: SessionIndex = match current {
-                    Some(text) => serde_json::from_str(text).map_err(|e| {
+                let mut index = match current {
+                    Some(text) => SessionIndex::from_text(text).map_err(|e| {
                         VfsError::new(
                             VfsErrorCode::InvalidArgument,
                             format!(
@@ -306,34 +310,11 @@ impl MemoryTools {
                     })?,
                     None => SessionIndex::default(),
                 };
-                added = false;
-                match index.sessions.iter_mut().find(|s| s.id == args.session_id) {
-                    Some(entry) => {
-                        entry.updated_at = now;
-                        if args.summary.is_some() {
-                            entry.summary.clone_from(&args.summary);
-                        }
-                    }
-                    None => {
-                        added = true;
-                        index.sessions.push(SessionRecord {
-                            id: args.session_id.clone(),
-                            started_at: now,
-                            updated_at: now,
-                            summary: args.summary.clone(),
-                            other: serde_json::Map::new(),
-                        });
-                    }
-                }
-                let mut text = serde_json::to_string_pretty(&index)
-                    .expect("a session index serializes");
-                text.push('\n');
-                Ok(text)
+                added = index.record(&update);
+                sessions = index.sessions.len();
+                Ok(index.to_text())
             })
             .await?;
-        let sessions = serde_json::from_str::<SessionIndex>(&content)
-            .map(|i| i.sessions.len())
-            .unwrap_or_default();
         let verb = if added { "recorded" } else { "updated" };
         Ok(ToolOutput {
             text: format!(
@@ -400,15 +381,8 @@ impl MemoryTools {
     }
 
     async fn search(&self, vfs: &Vfs, args: SearchArgs) -> Result<ToolOutput, VfsError> {
-        let terms = terms(&args.query);
-        if terms.is_empty() || args.query.chars().count() > MAX_QUERY_CHARS {
-            return Err(VfsError::new(
-                VfsErrorCode::InvalidArgument,
-                format!(
-                    "query must hold at least one word (letters or digits) in at most {MAX_QUERY_CHARS} characters"
-                ),
-            ));
-        }
+        let query = SearchQuery::new(&args.query, WorkspacePrefix::all(), MAX_SEARCH_RESULTS)
+            .map_err(|e| VfsError::new(VfsErrorCode::InvalidArgument, e.to_string()))?;
         let limit = match args.limit {
             None => DEFAULT_RESULTS,
             Some(n) if (1..=MAX_RESULTS as u64).contains(&n) => n as usize,
@@ -427,7 +401,7 @@ impl MemoryTools {
         };
         let mut scan = Scan::default();
         for target in &targets {
-            match self.scan(vfs, target, &args.query, &terms, &mut scan).await {
+            match self.scan(vfs, target, &query, &mut scan).await {
                 Ok(()) => {}
                 Err(e) if named => return Err(e),
                 Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
@@ -443,10 +417,7 @@ impl MemoryTools {
         } = scan;
         let total = hits.len() + more;
         hits.sort_by(|a, b| {
-            b.score
-                .cmp(&a.score)
-                .then_with(|| b.path.cmp(&a.path))
-                .then_with(|| a.line.cmp(&b.line))
+            rank_key(a.score, &a.path, a.line).cmp(&rank_key(b.score, &b.path, b.line))
         });
         hits.truncate(limit);
         let mut text = format!(
@@ -491,10 +462,10 @@ impl MemoryTools {
         &self,
         vfs: &Vfs,
         target: &str,
-        query: &str,
-        terms: &[String],
+        query: &SearchQuery,
         scan: &mut Scan,
     ) -> Result<(), VfsError> {
+        let terms = query.terms();
         let files = match vfs.read_whole(target).await {
             Ok(file) => {
                 scan.add(file.path.as_str(), &file.bytes, terms);
@@ -532,8 +503,7 @@ impl MemoryTools {
                 let prefix = WorkspacePrefix::parse(&within).map_err(|e| {
                     VfsError::new(VfsErrorCode::InvalidPath, format!("{target}: {e}"))
                 })?;
-                let query = SearchQuery::new(query, prefix, MAX_SEARCH_RESULTS)
-                    .map_err(|e| VfsError::new(VfsErrorCode::InvalidArgument, e.to_string()))?;
+                let query = query.clone().with_prefix(prefix);
                 let found = store.search(&owner, &query).await.map_err(|e| {
                     VfsError::new(VfsErrorCode::Unavailable, format!("{root}: {e}"))
                 })?;
@@ -553,7 +523,7 @@ impl MemoryTools {
                     if shown.contains(path.as_str()) {
                         scan.hits.push(Hit {
                             path,
-                            line: hit.line as usize,
+                            line: hit.line,
                             score: hit.score,
                             snippet: hit.snippet,
                         });
@@ -592,15 +562,13 @@ impl Scan {
             return;
         };
         self.files += 1;
-        for (i, line) in text.lines().enumerate() {
-            if let Some(score) = score_line(line, terms) {
-                self.hits.push(Hit {
-                    path: path.to_owned(),
-                    line: i + 1,
-                    score,
-                    snippet: snippet(line),
-                });
-            }
+        for (line, score, snippet) in matching_lines(text, terms) {
+            self.hits.push(Hit {
+                path: path.to_owned(),
+                line,
+                score,
+                snippet,
+            });
         }
     }
 }
@@ -609,7 +577,7 @@ impl Scan {
 #[derive(Debug)]
 struct Hit {
     path: String,
-    line: usize,
+    line: u64,
     score: u32,
     snippet: String,
 }

@@ -12,6 +12,16 @@ use crate::failure::Failure;
 
 #[derive(Debug, Args)]
 pub struct FilesArgs {
+    #[command(flatten)]
+    remote: RemoteArgs,
+    #[command(subcommand)]
+    command: FilesCommand,
+}
+
+/// Where and as whom, and how to print: the flags of every command group that talks to a host
+/// (`wsp files`, `wsp memory`, `wsp sessions`).
+#[derive(Debug, Args)]
+pub(crate) struct RemoteArgs {
     /// Base URL of the host.
     #[arg(
         long,
@@ -19,17 +29,37 @@ pub struct FilesArgs {
         default_value = "http://127.0.0.1:8787",
         global = true
     )]
-    url: String,
+    pub(crate) url: String,
     /// API key (sent as a bearer token).
     #[arg(long, env = "WSP_API_KEY", hide_env_values = true, global = true)]
-    key: Option<String>,
+    pub(crate) key: Option<String>,
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    tls: CaCertArg,
-    #[command(subcommand)]
-    command: FilesCommand,
+    pub(crate) tls: CaCertArg,
+}
+
+impl RemoteArgs {
+    /// A client builder for the host, with the key and `--cacert`.
+    pub(crate) fn builder(&self) -> Result<ClientBuilder, Failure> {
+        self.tls.client(&self.url, self.key.as_deref())
+    }
+
+    /// A client for the host.
+    pub(crate) fn client(&self) -> Result<Client, Failure> {
+        self.builder()?.build().map_err(Failure::remote)
+    }
+
+    /// Runs `work`; a failure of a call made without a key says so.
+    pub(crate) async fn keyed<F>(&self, work: F) -> Result<(), Failure>
+    where
+        F: std::future::Future<Output = Result<(), Failure>>,
+    {
+        let keyless = keyless(self.key.as_deref());
+        work.await
+            .map_err(|f| if keyless { f.sent_without_key() } else { f })
+    }
 }
 
 /// The `--cacert` of every command that talks to a host.
@@ -153,16 +183,14 @@ pub(crate) fn keyless(key: Option<&str>) -> bool {
 
 /// Runs a `wsp files` subcommand.
 pub async fn run(args: FilesArgs) -> Result<(), Failure> {
-    let keyless = keyless(args.key.as_deref());
-    run_with(args)
-        .await
-        .map_err(|f| if keyless { f.sent_without_key() } else { f })
+    let FilesArgs { remote, command } = args;
+    remote.keyed(run_with(&remote, command)).await
 }
 
-async fn run_with(args: FilesArgs) -> Result<(), Failure> {
-    let remote = args.tls.client(&args.url, args.key.as_deref())?;
+async fn run_with(args: &RemoteArgs, command: FilesCommand) -> Result<(), Failure> {
+    let remote = args.builder()?;
     let client = remote.clone().build().map_err(Failure::remote)?;
-    match args.command {
+    match command {
         FilesCommand::Ls { prefix } => {
             let list = client
                 .list(prefix.as_deref())

@@ -4,52 +4,20 @@
 //! (`If-None-Match: *` to create, `If-Match` after), retried on conflict, so concurrent
 //! recorders never lose an entry; `sessions ls` lists it.
 
-use std::time::Duration;
-
 use chrono::Utc;
 use clap::{Args, Subcommand};
 use wsp_client::{Client, Error, PutOptions};
-use wsp_context::{RetryPolicy, SessionIndex, SessionRecord, session_index_path};
+use wsp_context::{RetryPolicy, SessionIndex, SessionUpdate, session_index_path};
 use wsp_types::{ETag, ErrorCode};
 
 use crate::CliError;
 use crate::failure::Failure;
-use crate::files::{CaCertArg, keyless};
-
-/// Where and as whom: the flags every command here shares.
-#[derive(Debug, Args)]
-struct Remote {
-    /// Base URL of the host.
-    #[arg(
-        long,
-        env = "WSP_URL",
-        default_value = "http://127.0.0.1:8787",
-        global = true
-    )]
-    url: String,
-    /// API key (sent as a bearer token).
-    #[arg(long, env = "WSP_API_KEY", hide_env_values = true, global = true)]
-    key: Option<String>,
-    /// Print machine-readable JSON.
-    #[arg(long, global = true)]
-    json: bool,
-    #[command(flatten)]
-    tls: CaCertArg,
-}
-
-impl Remote {
-    fn client(&self) -> Result<Client, Failure> {
-        self.tls
-            .client(&self.url, self.key.as_deref())?
-            .build()
-            .map_err(Failure::remote)
-    }
-}
+use crate::files::RemoteArgs;
 
 #[derive(Debug, Args)]
 pub struct MemoryArgs {
     #[command(flatten)]
-    remote: Remote,
+    remote: RemoteArgs,
     #[command(subcommand)]
     command: MemoryCommand,
 }
@@ -79,7 +47,7 @@ enum MemoryCommand {
 #[derive(Debug, Args)]
 pub struct SessionsArgs {
     #[command(flatten)]
-    remote: Remote,
+    remote: RemoteArgs,
     /// The agent whose index it is: `agents/<AGENT>/sessions/sessions.json`.
     #[arg(long, default_value = "agent", global = true)]
     agent: String,
@@ -108,17 +76,14 @@ fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
 
 /// Runs a `wsp memory` subcommand.
 pub async fn run_memory(args: MemoryArgs) -> Result<(), Failure> {
-    let keyless = keyless(args.remote.key.as_deref());
-    memory(args)
-        .await
-        .map_err(|f| if keyless { f.sent_without_key() } else { f })
+    args.remote.keyed(memory(&args)).await
 }
 
-async fn memory(args: MemoryArgs) -> Result<(), Failure> {
+async fn memory(args: &MemoryArgs) -> Result<(), Failure> {
     let client = args.remote.client()?;
-    match args.command {
+    match &args.command {
         MemoryCommand::Append { text } => {
-            let done = client.append_memory(&text).await.map_err(Failure::remote)?;
+            let done = client.append_memory(text).await.map_err(Failure::remote)?;
             if args.remote.json {
                 return print_json(&done);
             }
@@ -130,7 +95,7 @@ async fn memory(args: MemoryArgs) -> Result<(), Failure> {
             limit,
         } => {
             let found = client
-                .search(&query, prefix.as_deref(), limit)
+                .search(query, prefix.as_deref(), *limit)
                 .await
                 .map_err(Failure::remote)?;
             if args.remote.json {
@@ -158,16 +123,13 @@ async fn memory(args: MemoryArgs) -> Result<(), Failure> {
 
 /// Runs a `wsp sessions` subcommand.
 pub async fn run_sessions(args: SessionsArgs) -> Result<(), Failure> {
-    let keyless = keyless(args.remote.key.as_deref());
-    sessions(args)
-        .await
-        .map_err(|f| if keyless { f.sent_without_key() } else { f })
+    args.remote.keyed(sessions(&args)).await
 }
 
-async fn sessions(args: SessionsArgs) -> Result<(), Failure> {
+async fn sessions(args: &SessionsArgs) -> Result<(), Failure> {
     let client = args.remote.client()?;
     let path = session_index_path(&args.agent).map_err(|e| CliError(format!("--agent: {e}")))?;
-    match args.command {
+    match &args.command {
         SessionsCommand::Ls => {
             let index = match client.get(&path, None).await {
                 Ok(file) => parse(&path, &file.content)?,
@@ -190,13 +152,13 @@ async fn sessions(args: SessionsArgs) -> Result<(), Failure> {
             }
         }
         SessionsCommand::Record { id, summary } => {
-            if !wsp_context::is_session_id(&id) {
+            if !wsp_context::is_session_id(id) {
                 return Err(CliError(format!(
                     "session id {id:?} must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
                 ))
                 .into());
             }
-            let (index, added) = record(&client, &path, &id, summary.as_deref()).await?;
+            let (index, added) = record(&client, &path, id, summary.as_deref()).await?;
             if args.remote.json {
                 return print_json(&index);
             }
@@ -212,7 +174,7 @@ async fn sessions(args: SessionsArgs) -> Result<(), Failure> {
 }
 
 fn parse(path: &wsp_types::WorkspacePath, text: &str) -> Result<SessionIndex, Failure> {
-    serde_json::from_str(text).map_err(|e| {
+    SessionIndex::from_text(text).map_err(|e| {
         CliError(format!(
             "{} is not a session index ({e}); fix it with wsp files put or remove it",
             path.as_str()
@@ -237,28 +199,12 @@ async fn record(
             }
             Err(e) => return Err(Failure::remote(e)),
         };
-        let now = Utc::now();
-        let added = match index.sessions.iter_mut().find(|s| s.id == id) {
-            Some(entry) => {
-                entry.updated_at = now;
-                if let Some(summary) = summary {
-                    entry.summary = Some(summary.to_owned());
-                }
-                false
-            }
-            None => {
-                index.sessions.push(SessionRecord {
-                    id: id.to_owned(),
-                    started_at: now,
-                    updated_at: now,
-                    summary: summary.map(str::to_owned),
-                    other: serde_json::Map::new(),
-                });
-                true
-            }
-        };
-        let mut text = serde_json::to_string_pretty(&index)?;
-        text.push('\n');
+        let added = index.record(&SessionUpdate {
+            id: id.to_owned(),
+            at: Utc::now(),
+            summary: summary.map(str::to_owned),
+        });
+        let text = index.to_text();
         let options = PutOptions {
             content_type: Some("application/json".into()),
             create_only: etag.is_none(),
@@ -268,7 +214,7 @@ async fn record(
         match client.put(path, text, options).await {
             Ok(_) => return Ok((index, added)),
             Err(Error::Api(e)) if e.code() == Some(ErrorCode::WorkspaceConflict) => {
-                tokio::time::sleep(retry.backoff(attempt).max(Duration::from_millis(1))).await;
+                tokio::time::sleep(retry.backoff(attempt)).await;
             }
             Err(e) => return Err(Failure::remote(e)),
         }

@@ -39,14 +39,7 @@ impl axum::extract::FromRequestParts<AppState> for ContextParams {
         _: &AppState,
     ) -> Result<Self, WireError> {
         let params = crate::request::query_params(parts.uri.query())?;
-        if let Some((name, _)) = params
-            .iter()
-            .find(|(k, _)| !["budget", "strict", "session"].contains(&k.as_str()))
-        {
-            return Err(WireError::validation(format!(
-                "unknown query parameter {name:?}: the context takes budget, strict and session"
-            )));
-        }
+        crate::request::only_params(&params, &["budget", "strict", "session"], "the context")?;
         let strict = match crate::request::param(&params, "strict") {
             None | Some("false") => false,
             Some("true") => true,
@@ -65,19 +58,12 @@ impl axum::extract::FromRequestParts<AppState> for ContextParams {
                 .with_detail("field", "session"));
             }
         };
-        let budget = match crate::request::param(&params, "budget") {
-            None => DEFAULT_BUDGET_TOKENS,
-            Some(raw) => raw
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_BUDGET).contains(n))
-                .ok_or_else(|| {
-                    WireError::validation(format!(
-                        "budget must be a whole number of tokens from 1 to {MAX_BUDGET}"
-                    ))
-                    .with_detail("field", "budget")
-                })?,
-        };
+        let budget = crate::request::bounded_param(
+            &params,
+            "budget",
+            1..=MAX_BUDGET,
+            DEFAULT_BUDGET_TOKENS,
+        )?;
         Ok(Self {
             budget,
             strict,

@@ -58,14 +58,11 @@ impl axum::extract::FromRequestParts<AppState> for SearchParams {
         let field = |name: &'static str, problem: String| {
             WireError::validation(problem).with_detail("field", name)
         };
-        if let Some((name, _)) = params
-            .iter()
-            .find(|(k, _)| !["q", "prefix", "limit"].contains(&k.as_str()))
-        {
-            return Err(WireError::validation(format!(
-                "unknown query parameter {name:?}: GET {SEARCH} takes q, prefix and limit"
-            )));
-        }
+        crate::request::only_params(
+            &params,
+            &["q", "prefix", "limit"],
+            "GET /v1/host/workspace/search",
+        )?;
         let Some(text) = crate::request::param(&params, "q") else {
             return Err(field("q", "q (the words to search for) is required".into()));
         };
@@ -74,19 +71,12 @@ impl axum::extract::FromRequestParts<AppState> for SearchParams {
             Some(raw) => WorkspacePrefix::parse(raw)
                 .map_err(|e| field("prefix", format!("prefix is not a workspace prefix: {e}")))?,
         };
-        let limit = match crate::request::param(&params, "limit") {
-            None => DEFAULT_SEARCH_RESULTS,
-            Some(raw) => raw
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_SEARCH_RESULTS).contains(n))
-                .ok_or_else(|| {
-                    field(
-                        "limit",
-                        format!("limit must be an integer from 1 to {MAX_SEARCH_RESULTS}"),
-                    )
-                })?,
-        };
+        let limit = crate::request::bounded_param(
+            &params,
+            "limit",
+            1..=MAX_SEARCH_RESULTS,
+            DEFAULT_SEARCH_RESULTS,
+        )?;
         if text.is_empty() {
             return Err(field("q", "q (the words to search for) is empty".into()));
         }

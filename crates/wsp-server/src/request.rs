@@ -69,6 +69,44 @@ pub fn param<'a>(params: &'a [(String, String)], name: &str) -> Option<&'a str> 
         .map(|(_, v)| v.as_str())
 }
 
+/// Refuses a parameter other than the `allowed` ones of the operation `what` (`GET /v1/runs`).
+pub fn only_params(
+    params: &[(String, String)],
+    allowed: &[&str],
+    what: &str,
+) -> Result<(), WireError> {
+    match params.iter().find(|(k, _)| !allowed.contains(&k.as_str())) {
+        Some((name, _)) => Err(WireError::validation(format!(
+            "unknown query parameter {name:?}: {what} takes {}",
+            allowed.join(", ")
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The whole number `name` gives, within `range`; `default` when it is absent.
+pub fn bounded_param(
+    params: &[(String, String)],
+    name: &'static str,
+    range: std::ops::RangeInclusive<usize>,
+    default: usize,
+) -> Result<usize, WireError> {
+    let Some(raw) = param(params, name) else {
+        return Ok(default);
+    };
+    raw.parse::<usize>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or_else(|| {
+            WireError::validation(format!(
+                "{name} must be a whole number from {} to {}",
+                range.start(),
+                range.end()
+            ))
+            .with_detail("field", name)
+        })
+}
+
 /// `?version=N`: a positive decimal integer.
 pub fn version_param(params: &[(String, String)]) -> Result<Option<u64>, WireError> {
     let Some(raw) = param(params, "version") else {

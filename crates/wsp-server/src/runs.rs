@@ -409,24 +409,9 @@ impl axum::extract::FromRequestParts<AppState> for RunsPage {
         let field = |name: &'static str, problem: String| {
             WireError::validation(problem).with_detail("field", name)
         };
-        if let Some((name, _)) = params.iter().find(|(k, _)| k != "limit" && k != "cursor") {
-            return Err(WireError::validation(format!(
-                "unknown query parameter {name:?}: GET /v1/runs takes limit and cursor"
-            )));
-        }
-        let limit = match crate::request::param(&params, "limit") {
-            None => DEFAULT_RUNS_PAGE,
-            Some(text) => text
-                .parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_RUNS_PAGE).contains(n))
-                .ok_or_else(|| {
-                    field(
-                        "limit",
-                        format!("limit must be an integer from 1 to {MAX_RUNS_PAGE}"),
-                    )
-                })?,
-        };
+        crate::request::only_params(&params, &["limit", "cursor"], "GET /v1/runs")?;
+        let limit =
+            crate::request::bounded_param(&params, "limit", 1..=MAX_RUNS_PAGE, DEFAULT_RUNS_PAGE)?;
         let after = match crate::request::param(&params, "cursor") {
             None => None,
             Some(text) => Some(parse_cursor(text).ok_or_else(|| {

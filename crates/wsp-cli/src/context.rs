@@ -180,11 +180,7 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
                 ))
                 .into());
             }
-            let today = chrono::Utc::now()
-                .date_naive()
-                .format("%Y-%m-%d")
-                .to_string();
-            Some(SessionContext::new(today).with_session_id(id))
+            Some(SessionContext::today().with_session_id(id))
         }
     };
     let mut config = ContextConfig::new(args.budget)

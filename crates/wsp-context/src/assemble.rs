@@ -150,6 +150,16 @@ impl SessionContext {
         }
     }
 
+    /// A session context of today's date in UTC, without a session id.
+    pub fn today() -> Self {
+        Self::new(
+            chrono::Utc::now()
+                .date_naive()
+                .format("%Y-%m-%d")
+                .to_string(),
+        )
+    }
+
     /// This session context with [`SessionContext::session_id`] set.
     pub fn with_session_id(mut self, session_id: Option<String>) -> Self {
         self.session_id = session_id;

@@ -132,17 +132,13 @@ impl ContextRoot {
             strict,
             run,
         } = arguments_of(arguments)?;
-        let today = chrono::Utc::now()
-            .date_naive()
-            .format("%Y-%m-%d")
-            .to_string();
         let config = ContextConfig::new(budget)
             .with_path_root(self.root.as_str())
             .with_memory_search(memory_search)
             .with_memory_append(memory_append)
             .with_strict_budget(strict)
             .with_guidance(true)
-            .with_session(Some(SessionContext::new(today).with_session_id(session)));
+            .with_session(Some(SessionContext::today().with_session_id(session)));
         let ctx = match run {
             None => {
                 let source = VfsSource {

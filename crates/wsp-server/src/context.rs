@@ -100,15 +100,11 @@ fn wants_text(accept: Option<&HeaderValue>) -> bool {
 
 /// Renders `source` within the budget and answers in the form asked for.
 async fn render(source: &StoreSource, params: &ContextParams) -> Result<Reply, WireError> {
-    let today = chrono::Utc::now()
-        .date_naive()
-        .format("%Y-%m-%d")
-        .to_string();
     let config = ContextConfig::new(params.budget)
         .with_strict_budget(params.strict)
         .with_guidance(true)
         .with_session(Some(
-            SessionContext::new(today).with_session_id(params.session.clone()),
+            SessionContext::today().with_session_id(params.session.clone()),
         ));
     let ctx = assemble(source, &config)
         .await

@@ -56,15 +56,18 @@ fn layout() -> tempfile::TempDir {
     dir
 }
 
-fn server(dir: &tempfile::TempDir) -> McpServer {
+/// A `files` server over [`TABLE`] with `dir` as the workspace on disk.
+pub(crate) fn files_server(dir: &tempfile::TempDir) -> McpServer {
     let toml = TABLE.replace("DIR", &dir.path().display().to_string());
     let vfs = Vfs::builder(MountTable::from_toml_str(&toml).unwrap())
         .virtual_store(Arc::new(MemoryStore::default()))
         .build()
         .unwrap();
     McpServer::files(vfs)
-        .with_context_root("/workspace")
-        .unwrap()
+}
+
+fn server(dir: &tempfile::TempDir) -> McpServer {
+    files_server(dir).with_context_root("/workspace").unwrap()
 }
 
 fn args(value: Value) -> JsonObject {

@@ -1,41 +1,18 @@
 //! The workspace's files as MCP resources: listed and read per the scopes (never a write-only
 //! Workspace), with the etag `write_file` takes, and a subscription that hears of each change.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{ReadResourceRequestParams, ResourceContents};
 use serde_json::json;
 use wsp_mcp::McpServer;
-use wsp_store::MemoryStore;
-use wsp_vfs::{MountTable, Vfs};
 
 use crate::mcp::{call, connect, text};
 
-const TABLE: &str = r#"
-[[workspace]]
-path = "/workspace"
-scope = "ro"
-mount = { physical = "DIR" }
-
-[[workspace]]
-path = "/workspace/memory"
-scope = "rw"
-mount = { virtual = "memory" }
-
-[[workspace]]
-path = "/outbox"
-scope = "wo"
-mount = { virtual = "outbox" }
-"#;
-
+/// The prompt tests' table: `/workspace` read-only on disk, `/workspace/memory` read-write
+/// and virtual, `/outbox` write-only.
 fn server(dir: &tempfile::TempDir) -> McpServer {
-    let toml = TABLE.replace("DIR", &dir.path().display().to_string());
-    let vfs = Vfs::builder(MountTable::from_toml_str(&toml).unwrap())
-        .virtual_store(Arc::new(MemoryStore::default()))
-        .build()
-        .unwrap();
-    McpServer::files(vfs)
+    crate::prompt::files_server(dir)
 }
 
 fn layout() -> tempfile::TempDir {

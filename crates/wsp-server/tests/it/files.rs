@@ -1108,6 +1108,20 @@ async fn every_401_names_the_bearer_scheme() {
     assert!(checked >= 20, "only {checked} requests checked");
 }
 
+/// Every string of at most `max_len` characters over `alphabet`, the empty one included.
+fn strings_over(alphabet: &[char], max_len: usize) -> Vec<String> {
+    let mut all = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..max_len {
+        frontier = frontier
+            .iter()
+            .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+            .collect();
+        all.extend(frontier.iter().cloned());
+    }
+    all
+}
+
 /// The patterns the OpenAPI document declares for `{path}` and `?prefix=` accept exactly what
 /// the server accepts: every string of up to five characters over `a . / - _` (and the shared
 /// vectors) is matched by the pattern if and only if `WorkspacePath` / `WorkspacePrefix` parse it.
@@ -1120,15 +1134,7 @@ fn the_documented_path_patterns_are_the_parsers() {
     let path =
         pattern("/paths/~1v1~1host~1workspace~1files~1{path}/get/parameters/0/schema/pattern");
     let prefix = pattern("/paths/~1v1~1host~1workspace~1files/get/parameters/0/schema/pattern");
-    let mut samples = vec![String::new()];
-    let mut frontier = vec![String::new()];
-    for _ in 0..5 {
-        frontier = frontier
-            .iter()
-            .flat_map(|s| ['a', '.', '/', '-', '_'].map(|c| format!("{s}{c}")))
-            .collect();
-        samples.extend(frontier.iter().cloned());
-    }
+    let mut samples = strings_over(&['a', '.', '/', '-', '_'], 5);
     samples.extend(
         [
             "notes/plan.md",
@@ -1172,15 +1178,7 @@ fn the_documented_content_type_pattern_is_the_parser() {
     .unwrap();
     let max = schema["maxLength"].as_u64().expect("contentType maxLength");
     assert_eq!(max, wsp_types::MediaType::MAX_LEN as u64);
-    let mut samples = vec![String::new()];
-    let mut frontier = vec![String::new()];
-    for _ in 0..4 {
-        frontier = frontier
-            .iter()
-            .flat_map(|s| ['a', '/', ';', ' ', '+', '=', '\t'].map(|c| format!("{s}{c}")))
-            .collect();
-        samples.extend(frontier.iter().cloned());
-    }
+    let mut samples = strings_over(&['a', '/', ';', ' ', '+', '=', '\t'], 4);
     samples.extend(
         [
             "text/markdown",
@@ -1226,15 +1224,7 @@ fn the_documented_base64_pattern_is_the_decoder() {
             .expect("a base64 content pattern"),
     )
     .unwrap();
-    let mut samples = vec![String::new()];
-    let mut frontier = vec![String::new()];
-    for _ in 0..6 {
-        frontier = frontier
-            .iter()
-            .flat_map(|s| ['A', 'Q', 'B', 'w', '/', '=', '-'].map(|c| format!("{s}{c}")))
-            .collect();
-        samples.extend(frontier.iter().cloned());
-    }
+    let mut samples = strings_over(&['A', 'Q', 'B', 'w', '/', '=', '-'], 6);
     samples.extend(
         [
             "aGVsbG8=",

@@ -225,7 +225,7 @@ pub(crate) async fn watch(vfs: &Vfs, context: SubscriptionContext) {
 pub(crate) struct LegacySubscriptions(std::sync::Mutex<BTreeMap<String, tokio::task::AbortHandle>>);
 
 impl LegacySubscriptions {
-    /// Watches `uri` for `peer` (replacing an earlier watch of the same URI).
+    /// Keeps `task` as the watch of `uri`, stopping an earlier watch of the same URI.
     pub(crate) fn start(&self, uri: String, task: tokio::task::JoinHandle<()>) {
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(old) = map.insert(uri, task.abort_handle()) {

@@ -123,9 +123,27 @@ impl WireError {
     }
 }
 
-/// A short random id that ties a 5xx answer to its log line.
+/// A short id (16 hex digits) that ties a request and a 5xx answer to its log lines.
+///
+/// Unique within the process (a counter through a bijective mix, so no two calls repeat in
+/// 2^64) and unlikely to repeat across processes (the counter starts from a random base). It is
+/// made on every request, so it costs no system call: only the base comes from the OS.
 pub fn correlation_id() -> String {
-    wsp_types::random_hex(8)
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static BASE: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = *BASE.get_or_init(|| {
+        u64::from_str_radix(&wsp_types::random_hex(8), 16).expect("16 hex digits are a u64")
+    });
+    format!("{:016x}", mix(base ^ NEXT.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// splitmix64's finalizer: a bijection on `u64`, so distinct inputs give distinct ids.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 impl IntoResponse for WireError {
@@ -154,3 +172,24 @@ impl std::fmt::Display for WireError {
 }
 
 impl std::error::Error for WireError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Request ids are 16 lowercase hex digits and do not repeat.
+    #[test]
+    fn correlation_ids_are_distinct_hex() {
+        let ids: std::collections::HashSet<String> =
+            (0..10_000).map(|_| correlation_id()).collect();
+        assert_eq!(ids.len(), 10_000);
+        for id in ids.iter().take(100) {
+            assert_eq!(id.len(), 16, "{id}");
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+                "{id}"
+            );
+        }
+    }
+}

@@ -279,3 +279,33 @@ fn readyz_follows_the_postgresql_schema_version() {
     drop(server);
     sql(format!("DROP SCHEMA \"{schema}\" CASCADE"));
 }
+
+/// The access line has its own log target, `wsp::access`: `WSP_LOG=info,wsp::access=off` drops
+/// it (as nginx's `access_log off` would) and keeps every other line.
+#[test]
+fn the_access_log_can_be_turned_off_alone() {
+    let data = tempfile::tempdir().unwrap();
+    let server = serve(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--data",
+            data.path().to_str().unwrap(),
+        ],
+        &[("WSP_LOG", "info,wsp::access=off")],
+    );
+    let auth = format!("Bearer {}", server.key);
+    let resp = request(
+        &server.addr,
+        "/v1/host/workspace/files",
+        &[("Authorization", &auth), ("x-request-id", "ops-quiet-1")],
+    );
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+    server._running.terminate();
+    let mut seen = Vec::new();
+    server.wait_for_line(&["shutting down"], &mut seen);
+    assert!(
+        !seen.iter().any(|l| l.contains("request done")),
+        "an access line was logged: {seen:#?}"
+    );
+}

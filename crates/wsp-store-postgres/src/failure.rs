@@ -94,7 +94,7 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 /// The error a call returns for `e` once it will not be tried again.
-fn store_error(op: &str, e: tokio_postgres::Error, committing: bool) -> StoreError {
+pub(crate) fn store_error(op: &str, e: tokio_postgres::Error, committing: bool) -> StoreError {
     let (retryable, reason) = match classify(&e) {
         Class::Lost if committing => (
             true,

@@ -17,7 +17,7 @@
 //! they cannot deadlock); writers of different owners never wait for each other.
 
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Client;
+use deadpool_postgres::{Client, Transaction};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 use wsp_store::search::{self, MAX_CANDIDATE_FILES};
@@ -491,32 +491,6 @@ pub(crate) async fn history(
     rows.iter().map(|row| meta(row, path.clone())).collect()
 }
 
-/// The state of a path as stored in `wsp_files`, locked for the rest of the transaction.
-async fn lock_path(
-    tx: &deadpool_postgres::Transaction<'_>,
-    sql: &FileSql,
-    owner: &Owner,
-    path: &WorkspacePath,
-) -> Result<Option<Current>, Failure> {
-    let stmt = tx.prepare_cached(&sql.lock_path).await?;
-    let row = tx
-        .query_opt(
-            &stmt,
-            &[
-                &owner.tenant.as_str(),
-                &owner.workspace.as_str(),
-                &path.as_str(),
-            ],
-        )
-        .await?;
-    let Some(row) = row else { return Ok(None) };
-    Ok(Some(Current::from_stored(
-        row.try_get(0)?,
-        row.try_get(1)?,
-        row.try_get(2)?,
-    )))
-}
-
 /// What a committed write stored, besides what the caller sent.
 pub(crate) struct Written {
     pub(crate) seq: u64,
@@ -524,11 +498,18 @@ pub(crate) struct Written {
     pub(crate) updated_at: DateTime<Utc>,
 }
 
-/// Creates or replaces a file in one transaction: precondition, `maxFiles`, version bump,
-/// sequence number, pruning and the feed commit together or not at all.
+/// One write's own outcome inside a group commit: `Err` is that write's refusal or failure,
+/// already rolled back to its savepoint (its neighbours in the transaction are untouched).
+pub(crate) type Own<T> = Result<T, StoreError>;
+
+/// Creates or replaces a file inside the open transaction `tx`, in a savepoint of its own:
+/// owner lock and sequence number, path lock, precondition, `maxFiles`, version bump, pruning
+/// and the feed. Two round trips when it succeeds: `SAVEPOINT` with both locks, then the
+/// change with `RELEASE` (each pair pipelined). The outer `Err` means the transaction itself
+/// broke (nothing of it commits); the inner one is this write's own outcome.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn put(
-    client: &mut Client,
+    tx: &Transaction<'_>,
     sql: &FileSql,
     limits: &Limits,
     retention: Retention,
@@ -536,99 +517,180 @@ pub(crate) async fn put(
     path: &WorkspacePath,
     write: &FileWrite,
     precondition: &Precondition,
-) -> Result<Written, Failure> {
+) -> Result<Own<Written>, Failure> {
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
-    let tx = client.transaction().await?;
     let lock_owner = tx.prepare_cached(&sql.lock_owner_for_write).await?;
-    let row = tx.query_one(&lock_owner, &[&tenant, &workspace]).await?;
-    let seq: i64 = row.try_get(0)?;
-    let live_files: i64 = row.try_get(1)?;
-    let state = lock_path(&tx, sql, owner, path).await?;
-    // Returning early drops the transaction, which rolls it back (the bumped `seq` included).
-    let decided = write::decide_put(
+    let lock_path = tx.prepare_cached(&sql.lock_path).await?;
+    let apply = tx.prepare_cached(&sql.apply_write).await?;
+    let path_str = path.as_str();
+    let of_owner: [&(dyn ToSql + Sync); 2] = [&tenant, &workspace];
+    let of_path: [&(dyn ToSql + Sync); 3] = [&tenant, &workspace, &path_str];
+    let (saved, owner_row, path_row) = tokio::join!(
+        tx.batch_execute(SAVEPOINT),
+        tx.query_one(&lock_owner, &of_owner),
+        tx.query_opt(&lock_path, &of_path),
+    );
+    saved?;
+    let locked = (|| {
+        let row = owner_row?;
+        let seq: i64 = row.try_get(0)?;
+        let live_files: i64 = row.try_get(1)?;
+        Ok::<_, Failure>((seq, live_files, current(path_row?)?))
+    })();
+    let (seq, live_files, state) = match locked {
+        Ok(locked) => locked,
+        Err(failure) => return undo(tx, failure).await,
+    };
+    let decided = match write::decide_put(
         state.as_ref(),
         write,
         precondition,
         limits,
         live_files as u64,
-    )?;
+    ) {
+        Ok(decided) => decided,
+        Err(refused) => return undo(tx, Failure::Answer(refused)).await,
+    };
     let (life, version) = (stored_life(decided.life), decided.version as i64);
     // The statement binds bigints; a history floor past them is never reached.
     let prune_through = i64::try_from(decided.history_floor).unwrap_or(i64::MAX);
     let size = i64::try_from(decided.size).unwrap_or(i64::MAX);
-    let apply = tx.prepare_cached(&sql.apply_write).await?;
-    let row = tx
-        .query_one(
-            &apply,
-            &[
-                &tenant,
-                &workspace,
-                &path.as_str(),
-                &life,
-                &version,
-                &seq,
-                &i64::from(decided.creates),
-                &prune_through,
-                &write.content_type.as_str(),
-                &write.author,
-                &size,
-                &write.content.as_bytes(),
-                &retention.feed,
-                &write.encoding.is_binary(),
-                &indexed_text(write),
-            ],
-        )
-        .await?;
-    let updated_at: DateTime<Utc> = row.try_get(0)?;
-    tx.commit().await.map_err(Failure::Commit)?;
-    Ok(Written {
+    let text = indexed_text(write);
+    let (ctype, content, creates, binary) = (
+        write.content_type.as_str(),
+        write.content.as_bytes(),
+        i64::from(decided.creates),
+        write.encoding.is_binary(),
+    );
+    let params: [&(dyn ToSql + Sync); 15] = [
+        &tenant,
+        &workspace,
+        &path_str,
+        &life,
+        &version,
+        &seq,
+        &creates,
+        &prune_through,
+        &ctype,
+        &write.author,
+        &size,
+        &content,
+        &retention.feed,
+        &binary,
+        &text,
+    ];
+    let (applied, released) =
+        tokio::join!(tx.query_one(&apply, &params), tx.batch_execute(RELEASE));
+    let updated_at: DateTime<Utc> = match applied
+        .map_err(Failure::from)
+        .and_then(|row| row.try_get(0).map_err(Failure::from))
+    {
+        Ok(at) => at,
+        // The release failed too (the transaction was aborted); the savepoint still stands.
+        Err(failure) => return undo(tx, failure).await,
+    };
+    released?;
+    Ok(Ok(Written {
         seq: seq as u64,
         decided,
         updated_at,
-    })
+    }))
 }
 
-/// Tombstones the live file in one transaction, drops the stored versions that no open
-/// snapshot sees, and appends to the feed.
+/// Tombstones the live file inside the open transaction `tx`, in a savepoint of its own,
+/// drops the stored versions that no open snapshot sees, and appends to the feed. Two round
+/// trips when it succeeds, as [`put`]; the same two levels of error.
 pub(crate) async fn delete(
-    client: &mut Client,
+    tx: &Transaction<'_>,
     sql: &FileSql,
     retention: Retention,
     owner: &Owner,
     path: &WorkspacePath,
     precondition: &Precondition,
-) -> Result<(Deleted, u64), Failure> {
+) -> Result<Own<(Deleted, u64)>, Failure> {
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
-    let tx = client.transaction().await?;
     let lock_owner = tx.prepare_cached(&sql.lock_owner_for_delete).await?;
-    let Some(row) = tx.query_opt(&lock_owner, &[&tenant, &workspace]).await? else {
-        return Err(StoreError::NotFound.into());
-    };
-    let seq: i64 = row.try_get(0)?;
-    let state = lock_path(&tx, sql, owner, path).await?;
-    let decided = write::decide_delete(state.as_ref(), precondition)?;
-    let tombstone = decided.tombstone as i64;
+    let lock_path = tx.prepare_cached(&sql.lock_path).await?;
     let apply = tx.prepare_cached(&sql.apply_delete).await?;
-    tx.execute(
-        &apply,
-        &[
-            &tenant,
-            &workspace,
-            &path.as_str(),
-            &tombstone,
-            &seq,
-            &stored_life(decided.life),
-            &retention.feed,
-        ],
-    )
-    .await?;
-    tx.commit().await.map_err(Failure::Commit)?;
-    Ok((
+    let path_str = path.as_str();
+    let of_owner: [&(dyn ToSql + Sync); 2] = [&tenant, &workspace];
+    let of_path: [&(dyn ToSql + Sync); 3] = [&tenant, &workspace, &path_str];
+    let (saved, owner_row, path_row) = tokio::join!(
+        tx.batch_execute(SAVEPOINT),
+        tx.query_opt(&lock_owner, &of_owner),
+        tx.query_opt(&lock_path, &of_path),
+    );
+    saved?;
+    let locked = (|| {
+        let Some(row) = owner_row? else {
+            return Err(Failure::Answer(StoreError::NotFound));
+        };
+        let seq: i64 = row.try_get(0)?;
+        Ok::<_, Failure>((seq, current(path_row?)?))
+    })();
+    let (seq, state) = match locked {
+        Ok(locked) => locked,
+        Err(failure) => return undo(tx, failure).await,
+    };
+    let decided = match write::decide_delete(state.as_ref(), precondition) {
+        Ok(decided) => decided,
+        Err(refused) => return undo(tx, Failure::Answer(refused)).await,
+    };
+    let (tombstone, life) = (decided.tombstone as i64, stored_life(decided.life));
+    let params: [&(dyn ToSql + Sync); 7] = [
+        &tenant,
+        &workspace,
+        &path_str,
+        &tombstone,
+        &seq,
+        &life,
+        &retention.feed,
+    ];
+    let (applied, released) = tokio::join!(tx.execute(&apply, &params), tx.batch_execute(RELEASE));
+    if let Err(e) = applied {
+        return undo(tx, Failure::Db(e)).await;
+    }
+    released?;
+    Ok(Ok((
         Deleted {
             version: tombstone as u64,
         },
         seq as u64,
-    ))
+    )))
+}
+
+/// Each write's savepoint (one at a time, so one name serves).
+const SAVEPOINT: &str = "SAVEPOINT wsp_write";
+
+/// Keeps a write's changes in the transaction.
+const RELEASE: &str = "RELEASE SAVEPOINT wsp_write";
+
+/// Undoes a write's changes (its sequence number included) and its locks.
+const ROLLBACK: &str = "ROLLBACK TO SAVEPOINT wsp_write";
+
+/// Rolls the failed write back to its savepoint and makes `failure` its own outcome; when the
+/// rollback itself fails, the transaction is broken and the failure is the batch's.
+async fn undo<T>(tx: &Transaction<'_>, failure: Failure) -> Result<Own<T>, Failure> {
+    if let Err(e) = tx.batch_execute(ROLLBACK).await {
+        return Err(Failure::Db(e));
+    }
+    match failure {
+        Failure::Answer(refused) => Ok(Err(refused)),
+        // A statement of this write failed and was undone: a lost connection fails the
+        // rollback above, so this is the write's own trouble (a timeout, a constraint).
+        Failure::Db(e) => Ok(Err(crate::failure::store_error("write", e, false))),
+        other => Err(other),
+    }
+}
+
+/// The path's stored state from its locked row, if any.
+fn current(row: Option<Row>) -> Result<Option<Current>, Failure> {
+    let Some(row) = row else { return Ok(None) };
+    Ok(Some(Current::from_stored(
+        row.try_get(0)?,
+        row.try_get(1)?,
+        row.try_get(2)?,
+    )))
 }
 
 /// Metadata from columns 0..=6: life, version, content_type, author, updated_at, size, base64.

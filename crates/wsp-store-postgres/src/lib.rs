@@ -88,6 +88,7 @@
 //! saying what to do; no test is ever skipped. One test needs no database (connect refusals).
 
 mod approvals;
+mod batch;
 mod failure;
 mod files;
 mod idempotency;
@@ -105,8 +106,8 @@ use std::time::Duration;
 use deadpool_postgres::{Client, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio::sync::broadcast;
 use wsp_store::{
-    ChangeNotice, ChangePage, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite, Limits,
-    Precondition, QuotaExceeded, SearchQuery, SearchResults, SnapshotCursor, SnapshotId,
+    ChangeNotice, ChangePage, CommitObserver, DEFAULT_FEED_RETENTION, Deleted, FileMeta, FileWrite,
+    Limits, Precondition, QuotaExceeded, SearchQuery, SearchResults, SnapshotCursor, SnapshotId,
     SnapshotInfo, SnapshotLabel, SnapshotQuota, SnapshotUsage, StoreError, StoreFeatures,
     StoreFuture, StoredFile, WorkspaceStore, check_file_size,
 };
@@ -421,6 +422,8 @@ struct Inner {
     sql: FileSql,
     snapshots: SnapshotSql,
     notices: broadcast::Sender<ChangeNotice>,
+    /// Takes writes and deletes to the group-commit task ([`batch`]).
+    writer: batch::Writer,
     /// Passes on other replicas' notices; stops when the store is dropped.
     _listener: listener::Listener,
 }
@@ -486,17 +489,47 @@ impl PgStore {
                 });
             }
         }
-        Ok(Self {
-            inner: Arc::new(Inner {
-                db,
-                limits,
-                retention: Retention::new(&limits, options.feed_retention),
-                sql,
-                snapshots,
-                notices,
-                _listener: listener,
-            }),
-        })
+        let (writer, queue) = batch::Writer::new();
+        let inner = Arc::new(Inner {
+            db,
+            limits,
+            retention: Retention::new(&limits, options.feed_retention),
+            sql,
+            snapshots,
+            notices,
+            writer,
+            _listener: listener,
+        });
+        // Holds the store weakly: it ends when the last clone of the store is dropped.
+        tokio::spawn(batch::run(Arc::downgrade(&inner), queue));
+        Ok(Self { inner })
+    }
+
+    /// Tells `observer` of every commit of writes and deletes through this store and its
+    /// clones from now on: how many changes it held (concurrent ones share a commit) and how
+    /// long `COMMIT` took. Only the first observer set is kept; `false` when one was already
+    /// set.
+    pub fn observe_commits(&self, observer: Arc<dyn CommitObserver>) -> bool {
+        self.inner.writer.commits.set(observer).is_ok()
+    }
+
+    /// Queues a change for the next group commit and waits for its outcome.
+    async fn change<T>(
+        &self,
+        owner: &Owner,
+        path: &WorkspacePath,
+        kind: impl FnOnce(tokio::sync::oneshot::Sender<Result<T, StoreError>>) -> batch::Kind,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let change = batch::Change {
+            owner: owner.clone(),
+            path: path.clone(),
+            kind: kind(reply),
+        };
+        if !self.inner.writer.send(change) {
+            return Err(batch::stopped());
+        }
+        answer.await.unwrap_or_else(|_| Err(batch::stopped()))
     }
 
     /// The key registry in the same database and schema, sharing this store's connections.
@@ -620,21 +653,14 @@ impl WorkspaceStore for PgStore {
         write: FileWrite,
         precondition: Precondition,
     ) -> StoreFuture<'a, StoredFile> {
-        let inner = &self.inner;
         Box::pin(async move {
-            check_file_size(&inner.limits, &write)?;
-            let written = retrying!(inner.db, Attempts::write("put"), |client| files::put(
-                &mut client,
-                &inner.sql,
-                &inner.limits,
-                inner.retention,
-                owner,
-                path,
-                &write,
-                &precondition
-            ))?;
-            inner.notify(owner, written.seq);
-            Ok(written.decided.stored_file(path, write, written.updated_at))
+            check_file_size(&self.inner.limits, &write)?;
+            self.change(owner, path, |reply| batch::Kind::Put {
+                write,
+                precondition,
+                reply,
+            })
+            .await
         })
     }
 
@@ -644,19 +670,12 @@ impl WorkspaceStore for PgStore {
         path: &'a WorkspacePath,
         precondition: Precondition,
     ) -> StoreFuture<'a, Deleted> {
-        let inner = &self.inner;
         Box::pin(async move {
-            let (deleted, seq) =
-                retrying!(inner.db, Attempts::write("delete"), |client| files::delete(
-                    &mut client,
-                    &inner.sql,
-                    inner.retention,
-                    owner,
-                    path,
-                    &precondition
-                ))?;
-            inner.notify(owner, seq);
-            Ok(deleted)
+            self.change(owner, path, |reply| batch::Kind::Delete {
+                precondition,
+                reply,
+            })
+            .await
         })
     }
 

@@ -10,6 +10,7 @@
 mod support;
 
 mod battery;
+mod group_commit;
 mod idempotency;
 mod keys;
 mod kill;

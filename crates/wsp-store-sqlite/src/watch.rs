@@ -85,8 +85,11 @@ async fn watch(shared: Weak<Shared>) {
     }
 }
 
-/// One check: when `data_version` moved, announces every owner whose sequence passed the last
-/// announced one. The first check only learns where things stand.
+/// One check: when `data_version` moved (or on the first check), announces every owner whose
+/// sequence passed the last announced one. The first check announces too: a commit of another
+/// process made after the first subscriber subscribed, but before the watcher first looked,
+/// must be heard of. (Owners that only other processes wrote since this store opened get one
+/// notice each then; a notice is a wake-up call, so one too many costs a feed read.)
 fn check(
     conn: &Connection,
     announced: &mut Announced,
@@ -96,7 +99,6 @@ fn check(
     let version: i64 = conn
         .query_row("PRAGMA data_version", [], |row| row.get(0))
         .map_err(fail)?;
-    let first = announced.data_version.is_none();
     if announced.data_version == Some(version) {
         return Ok(());
     }
@@ -123,9 +125,7 @@ fn check(
             continue;
         }
         announced.seq.insert(owner.clone(), seq);
-        if !first {
-            announce(ChangeNotice { owner, seq });
-        }
+        announce(ChangeNotice { owner, seq });
     }
     Ok(())
 }

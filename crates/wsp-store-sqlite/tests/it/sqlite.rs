@@ -867,6 +867,24 @@ async fn notice_within(
         .map(|r| r.expect("the channel stays open"))
 }
 
+/// A commit of another process right after the first subscriber subscribed (before the watcher
+/// looked at the file for the first time) is announced too: a subscriber hears of every commit
+/// made after `subscribe` returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_elsewhere_right_after_subscribing_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let there = SqliteStore::open(&db(&dir), Limits::default()).unwrap();
+    let a = owner("a");
+    put(&here, &a, "before.md", "1").await;
+    let mut rx = here.subscribe().expect("SQLite notifies");
+    put(&there, &a, "x.md", "from elsewhere").await;
+    let n = notice_within(&mut rx, Duration::from_secs(5))
+        .await
+        .expect("the commit of the other process is announced");
+    assert_eq!((n.owner, n.seq), (a, 2));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commits_of_another_process_are_announced_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -131,6 +131,10 @@ pub struct ServeArgs {
     /// new runs are answered 429 (writes still succeed) until runs end.
     #[arg(long, env = "WSP_MAX_PINNED_BYTES", default_value_t = ServerConfig::default().max_pinned_bytes)]
     max_pinned_bytes: u64,
+    /// MiB of memory for the cache of current files (their encoded `GET` answers, forgotten
+    /// as they change, here or through another server on the same store); 0 turns it off.
+    #[arg(long, env = "WSP_FILE_CACHE_MIB", default_value_t = 16, value_parser = clap::value_parser!(u64).range(0..=65_536))]
+    file_cache_mib: u64,
     /// A web origin (`https://app.example`, `http://localhost:5173`) whose pages may call the
     /// API from the browser (CORS); repeat for more. Without it no CORS header is sent.
     #[arg(long = "cors-origin", env = "WSP_CORS_ORIGINS", value_delimiter = ',', value_name = "ORIGIN", value_parser = |t: &str| wsp_server::CorsOrigin::parse(t).map_err(|e| e.to_string()))]
@@ -238,6 +242,9 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         .with_ended_run_retention(std::time::Duration::from_secs(args.run_retention))
         .with_max_open_runs(args.max_open_runs)
         .with_max_pinned_bytes(args.max_pinned_bytes)
+        .with_file_cache_bytes(
+            usize::try_from(args.file_cache_mib * 1024 * 1024).unwrap_or(usize::MAX),
+        )
         .with_cors_origins(args.cors_origins.clone());
     let secrets = Arc::new(file_config.secrets()?);
     // [agents]: the inventory, agent principals and publishing; approvals made with

@@ -507,6 +507,12 @@ impl Reply {
         self.header(ETAG, tag)
     }
 
+    /// The same reply with `ETag: tag`, already a header value.
+    pub fn etag_value(mut self, tag: HeaderValue) -> Self {
+        self.0.headers_mut().insert(ETAG, tag);
+        self
+    }
+
     /// The same reply with `Location: url`.
     pub fn location(self, url: &str) -> Self {
         self.header(LOCATION, url)

@@ -3,13 +3,15 @@
 use std::any::Any;
 
 use axum::extract::State;
-use axum::http::{Method, Uri};
+use axum::http::{HeaderValue, Method, Uri};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use serde::Deserialize;
 use wsp_store::{FileWrite, Precondition};
 use wsp_types::wire::ContentEncoding;
 use wsp_types::{ErrorCode, LimitKind, MediaType, WorkspacePath};
 
+use crate::cache::Entry;
 use crate::error::WireError;
 use crate::extract::{
     Authed, IdempotencyKey, JsonBody, ListPrefix, OrWire, Preconditions, Reply, Version,
@@ -103,8 +105,29 @@ pub(crate) async fn read(
     WsPath(path): WsPath,
     Version(version): Version,
 ) -> Result<Reply, WireError> {
-    let file = state.inner.store.get(&auth.owner, &path, version).await;
-    Ok(file_reply(file.or_wire(path.as_str())?))
+    let inner = &state.inner;
+    if version.is_some() {
+        let file = inner.store.get(&auth.owner, &path, version).await;
+        return Ok(file_reply(file.or_wire(path.as_str())?));
+    }
+    if let Some(hit) = inner.cache.get(&auth.owner, &path) {
+        return Ok(Reply::encoded(hit.body).etag_value(hit.etag));
+    }
+    inner.cache.watch(&inner.store);
+    let generation = inner.cache.generation();
+    let file = inner.store.get(&auth.owner, &path, None).await;
+    let file = file.or_wire(path.as_str())?;
+    let etag = HeaderValue::from_str(file.meta.etag.as_str()).ok();
+    let body = Bytes::from(encode::file(file));
+    if let Some(etag) = etag {
+        let entry = Entry {
+            etag: etag.clone(),
+            body: body.clone(),
+        };
+        inner.cache.insert(generation, &auth.owner, &path, entry);
+        return Ok(Reply::encoded(body).etag_value(etag));
+    }
+    Ok(Reply::encoded(body))
 }
 
 /// A stored file with its `ETag`.

@@ -25,6 +25,7 @@
 
 mod agents;
 mod auth;
+mod cache;
 pub mod config_file;
 mod context;
 mod cors;
@@ -62,6 +63,7 @@ use crate::fails::{Documented, Failure, HandlerFailures};
 
 // The agent registry lives in `wsp-agents` (no HTTP); re-exported so hosts keep one import path.
 pub use auth::{AuthFuture, Authenticator, Caller, KEY_CACHE_TTL, KeyAuthenticator, bearer_token};
+pub use cache::{DEFAULT_FILE_CACHE_BYTES, FileCache};
 pub use cors::{CorsOrigin, CorsOriginError};
 pub use error::WireError;
 pub use feed_hub::DEFAULT_MAX_STREAMS_PER_KEY;
@@ -98,6 +100,9 @@ pub struct ServerConfig {
     /// call the API from another site (CORS). Empty, the default: no CORS header is sent and a
     /// browser keeps other sites' pages from reading any answer.
     pub cors_origins: Vec<CorsOrigin>,
+    /// Most bytes of encoded `GET` answers of current files kept in memory ([`FileCache`]); 0
+    /// turns the cache off.
+    pub file_cache_bytes: usize,
 }
 
 impl ServerConfig {
@@ -142,11 +147,18 @@ impl ServerConfig {
         self.cors_origins = cors_origins;
         self
     }
+
+    /// This configuration with [`ServerConfig::file_cache_bytes`] set.
+    pub fn with_file_cache_bytes(mut self, file_cache_bytes: usize) -> Self {
+        self.file_cache_bytes = file_cache_bytes;
+        self
+    }
 }
 
 impl Default for ServerConfig {
     /// Workspace on, no test seams, runs live one hour, ended runs are remembered for a week,
-    /// at most 64 open runs per workspace keeping at most 256 MiB of old versions.
+    /// at most 64 open runs per workspace keeping at most 256 MiB of old versions, a 16 MiB
+    /// cache of current files.
     fn default() -> Self {
         Self {
             workspace_enabled: true,
@@ -156,6 +168,7 @@ impl Default for ServerConfig {
             max_open_runs: 64,
             max_pinned_bytes: 256 * 1024 * 1024,
             cors_origins: Vec::new(),
+            file_cache_bytes: cache::DEFAULT_FILE_CACHE_BYTES,
         }
     }
 }
@@ -179,6 +192,8 @@ struct Inner {
     agents: Option<Arc<dyn AgentRegistry>>,
     feeds: feed_hub::FeedHub,
     metrics: Metrics,
+    /// Encoded answers of current files; `store` forgets what changes through it.
+    cache: Arc<FileCache>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -256,10 +271,14 @@ impl AppStateBuilder {
     pub fn build(self) -> AppState {
         // Timed below the redaction layer: the metrics show the backend's own latency.
         let metrics = Metrics::default();
-        let store: Arc<dyn WorkspaceStore> = Arc::new(RedactingStore::new(
-            metrics.metered(self.store),
-            self.secrets.clone(),
-        ));
+        let cache = Arc::new(FileCache::new(self.config.file_cache_bytes));
+        let store: Arc<dyn WorkspaceStore> = Arc::new(cache::Invalidating {
+            inner: Arc::new(RedactingStore::new(
+                metrics.metered(self.store),
+                self.secrets.clone(),
+            )),
+            cache: Arc::clone(&cache),
+        });
         let limits = store.limits();
         // JSON escaping can grow content up to six times (`\u00XX`); leave room for the rest.
         let max_body_bytes = usize::try_from(
@@ -293,6 +312,7 @@ impl AppStateBuilder {
                 agents: self.agents,
                 feeds,
                 metrics,
+                cache,
             }),
         }
     }

@@ -421,3 +421,49 @@ fn key_commands_take_the_store_from_the_environment() {
         .unwrap()
         .block_on(drop_schema(&db, &schema));
 }
+
+/// A replica that has a file in its cache of current files answers the version another replica
+/// wrote within the change-notice delay (`LISTEN`/`NOTIFY`: milliseconds; 2 s allowed here), and
+/// a delete there is never answered with the deleted file for longer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_replica_answers_what_another_wrote_within_the_notice_delay() {
+    let db = database_url();
+    let schema = unique_schema("wsp_cli");
+    let key = store_key(&db, &schema);
+    let (one, two) = (replica(&db, &schema), replica(&db, &schema));
+    let reader = Client::new(&one.server.url).unwrap().with_key(key.clone());
+    let writer = Client::new(&two.server.url).unwrap().with_key(key);
+    writer
+        .put(&p("cached.md"), "one", PutOptions::default())
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(
+            reader.get(&p("cached.md"), None).await.unwrap().content,
+            "one"
+        );
+    }
+    writer
+        .put(&p("cached.md"), "two", PutOptions::default())
+        .await
+        .unwrap();
+    let written = std::time::Instant::now();
+    while reader.get(&p("cached.md"), None).await.unwrap().content != "two" {
+        assert!(
+            written.elapsed() < Duration::from_secs(2),
+            "replica one still answers the old version after 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    writer.delete(&p("cached.md"), None).await.unwrap();
+    let deleted = std::time::Instant::now();
+    while reader.get(&p("cached.md"), None).await.is_ok() {
+        assert!(
+            deleted.elapsed() < Duration::from_secs(2),
+            "replica one still answers the deleted file after 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop((one, two));
+    drop_schema(&db, &schema).await;
+}

@@ -10,6 +10,7 @@
 mod support;
 
 mod agents;
+mod cache;
 mod connections;
 mod envelopes;
 mod feed;

@@ -103,6 +103,17 @@ enum Kind {
 impl Drop for Target {
     fn drop(&mut self) {
         for p in &mut self.processes {
+            // nginx's master stops its workers on SIGTERM; SIGKILL would orphan them, still
+            // listening and running.
+            if self.kind == Kind::Nginx {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &p.id().to_string()])
+                    .status();
+                let until = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < until && matches!(p.try_wait(), Ok(None)) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
             let _ = p.kill();
             let _ = p.wait();
         }

@@ -25,11 +25,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// mimalloc rather than the system allocator: under load, requests allocate on one worker
-/// thread and free on another, and glibc's per-arena locks showed in profiles of `wsp serve`.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Agent workspaces: a versioned, tenant-scoped file store speaking the OpenWOP wire.
 #[derive(Debug, Parser)]
 #[command(name = "wsp", version, about)]

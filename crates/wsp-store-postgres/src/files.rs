@@ -1,20 +1,23 @@
 //! The store operations as SQL, one try each on one pooled connection.
 //!
 //! Every statement names the owner (`tenant = $1 AND workspace = $2`) in its WHERE clause or its
-//! key. Reads are single statements, so each sees one consistent snapshot. A write or delete is
-//! one READ COMMITTED transaction that first locks the owner's row (taking its next change
-//! sequence number), then the path's row, and holds both until it commits:
+//! key. Reads are single statements, so each sees one consistent snapshot. Writes and deletes
+//! are applied inside a group-commit transaction (`batch`), each in a savepoint of its own that
+//! first locks the owner's row (taking its next change sequence number), then the path's row;
+//! the transaction holds both until it commits:
 //!
-//! 1. lock the owner row (created on the first write) and bump its `seq`;
-//! 2. read the path's row `FOR UPDATE` (a fresh statement, so it sees every write committed
-//!    before the lock was granted);
-//! 3. check the precondition and `maxFiles` (against `live_files` on the locked owner row);
-//! 4. one statement: upsert the path row, count a created file, prune versions past
-//!    `max_versions`, insert the new version;
-//! 5. commit.
+//! 1. `SAVEPOINT`, lock the owner row (created on the first write) and bump its `seq`, and read
+//!    the path's row `FOR UPDATE` (a fresh statement, so it sees every write committed before
+//!    the lock was granted): three statements, one round trip;
+//! 2. check the precondition and `maxFiles` (against `live_files` on the locked owner row);
+//! 3. one statement: upsert the path row, count a created file, prune versions past
+//!    `max_versions`, insert the new version; pipelined with `RELEASE`;
+//! 4. a refused or failed change rolls back to its savepoint (its sequence number included);
+//! 5. the batch commits.
 //!
-//! Writers of one owner are serialized by the owner lock (and always lock owner before path, so
-//! they cannot deadlock); writers of different owners never wait for each other.
+//! Writers of one owner are serialized by the owner lock (and always lock owner before path, and
+//! owners in one order within a batch, so they cannot deadlock); writers of different owners
+//! never wait for each other.
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::{Client, Transaction};

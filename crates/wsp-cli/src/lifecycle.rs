@@ -23,15 +23,15 @@ pub fn init_logging(ansi: bool) {
     init_logging_as(ansi, LogFormat::Text);
 }
 
-/// Logs to standard error at the level `WSP_LOG` names (default `info`) in `format`; `ansi`
-/// colours text when standard error is a terminal and `NO_COLOR` is unset or empty (JSON is
-/// never coloured).
+/// Logs to standard error at the level `WSP_LOG` names (default `info`) in `format`, access
+/// lines in batches ([`crate::logbuf`]: one waits at most 50 ms); `ansi` colours text when
+/// standard error is a terminal and `NO_COLOR` is unset or empty (JSON is never coloured).
 pub fn init_logging_as(ansi: bool, format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("WSP_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(crate::logbuf::Buffered);
     let _ = match format {
         LogFormat::Text => builder
             // Colours only for a person at a terminal who did not turn them off, never into a
@@ -108,6 +108,7 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'stat
                     () = received(&mut term) => 143,
                 };
                 tracing::warn!("second signal: stopping without finishing the drain");
+                crate::logbuf::flush();
                 std::process::exit(code);
             });
         }

@@ -15,6 +15,7 @@ mod keys;
 mod lifecycle;
 mod listen;
 mod location;
+mod logbuf;
 mod mcp;
 mod memory;
 mod serve;
@@ -119,6 +120,8 @@ fn main() -> ExitCode {
         }
         Ok::<_, failure::Failure>(ExitCode::SUCCESS)
     });
+    // Log lines still waiting in the buffer come before the final report.
+    logbuf::flush();
     match result {
         Ok(code) => code,
         Err(e) => {

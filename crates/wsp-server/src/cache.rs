@@ -19,7 +19,7 @@
 //!   of that is never kept. When full, a shard is emptied to make room.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Once, RwLock, Weak};
 
@@ -96,9 +96,7 @@ impl FileCache {
     }
 
     fn shard(&self, owner: &Owner) -> &RwLock<Shard> {
-        let mut h = self.hasher.build_hasher();
-        owner.hash(&mut h);
-        &self.shards[(h.finish() as usize) % SHARDS]
+        &self.shards[(self.hasher.hash_one(owner) as usize) % SHARDS]
     }
 
     /// The cached answer for the live file, if any.

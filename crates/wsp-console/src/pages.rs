@@ -109,9 +109,12 @@ async fn security_headers(mut resp: Response) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: under it browsers send `Origin: null` with a same-origin form POST,
+    // which would make the origin check refuse the console's own forms. `same-origin` still
+    // tells no other site which console page linked to it.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.entry(header::CACHE_CONTROL)

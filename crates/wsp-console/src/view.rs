@@ -50,7 +50,6 @@ pub(crate) fn page(
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
                 title { (title) " · wsp console" }
                 link rel="stylesheet" href=(assets::CSS.url);
                 script src=(assets::JS.url) defer {}
@@ -114,12 +113,20 @@ pub(crate) fn sign_in(message: Option<&str>) -> Markup {
 /// The folders above `prefix` as links.
 fn crumbs(prefix: &str) -> Markup {
     let mut at = String::new();
+    let links: Vec<(&str, String)> = prefix
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            at.push_str(part);
+            at.push('/');
+            (part, at.clone())
+        })
+        .collect();
     html! {
         p.crumbs {
             a href="/console/files" { "workspace" }
-            @for part in prefix.split('/').filter(|p| !p.is_empty()) {
-                @let _ = { at.push_str(part); at.push('/'); };
-                " / " a href={ "/console/files?prefix=" (q(&at)) } { (part) }
+            @for (part, to) in &links {
+                " / " a href={ "/console/files?prefix=" (q(to)) } { (part) }
             }
         }
     }
@@ -183,7 +190,7 @@ pub(crate) fn folder(
                             td { a href={ "/console/file/" (meta.path) } { (name) } }
                             td.num { (meta.size.map(human_size).unwrap_or_default()) }
                             td.num { (meta.version) }
-                            td.hide-narrow { (meta.updated_at) }
+                            td.hide-narrow { (when(&meta.updated_at)) }
                             td.hide-narrow { (meta.updated_by.as_deref().unwrap_or("")) }
                         },
                     }
@@ -208,6 +215,18 @@ pub(crate) fn folder(
     }
 }
 
+/// An RFC 3339 time for people: `2026-05-25 10:15:00 UTC` (to the second), in a `<time>`
+/// element that keeps the exact value; any other text is shown as it is.
+pub(crate) fn when(at: &str) -> Markup {
+    let short = match (at.get(..10), at.get(10..11), at.get(11..19)) {
+        (Some(day), Some("T"), Some(clock)) if at.ends_with('Z') => {
+            format!("{day} {clock} UTC")
+        }
+        _ => at.to_owned(),
+    };
+    html! { time datetime=(at) { (short) } }
+}
+
 /// `n` bytes for people.
 pub(crate) fn human_size(n: u64) -> String {
     match n {
@@ -223,7 +242,7 @@ fn meta(f: &api::File) -> Markup {
         dl.meta {
             dt { "Version" } dd { (f.version) }
             dt { "ETag" } dd { code { (f.etag.as_deref().unwrap_or("")) } }
-            dt { "Updated" } dd { (f.updated_at) }
+            dt { "Updated" } dd { (when(&f.updated_at)) }
             dt { "Author" } dd { (f.updated_by.as_deref().unwrap_or("")) }
             dt { "Type" } dd { (f.content_type.as_deref().unwrap_or("")) }
         }
@@ -266,6 +285,7 @@ pub(crate) fn file(s: &Signed<'_>, f: &api::File, source: bool) -> Markup {
                 a.button href={ "/console/edit/" (p) } { "Edit" }
             }
             @if s.can_write {
+                a href={ "/console/agents?path=" (q(p)) } { "Publish to an agent" }
                 a.button.secondary href={ "/console/delete/" (p) } { "Delete" }
             }
         }
@@ -364,7 +384,7 @@ pub(crate) fn conflict(s: &Signed<'_>, theirs: Option<&api::File>, d: &Draft<'_>
             Some(t) => {
                 p.notice.error role="alert" {
                     "Version " (t.version) " was saved by " (t.updated_by.as_deref().unwrap_or("someone"))
-                    " at " (t.updated_at) " while you edited. Nothing was overwritten. "
+                    " at " (when(&t.updated_at)) " while you edited. Nothing was overwritten. "
                     "Lines marked − are only in their version, lines marked + only in your text. "
                     "Merge below and save again."
                 }
@@ -438,7 +458,7 @@ pub(crate) fn history(
                 @for v in versions {
                     tr {
                         td.num { a href={ "/console/file/" (path) "?version=" (v.version) } { (v.version) } }
-                        td { (v.updated_at) }
+                        td { (when(&v.updated_at)) }
                         td { (v.updated_by.as_deref().unwrap_or("")) }
                         td.num.hide-narrow { (v.size.map(human_size).unwrap_or_default()) }
                         td {
@@ -476,8 +496,8 @@ pub(crate) fn version_diff(path: &str, from: &api::File, to: &api::File) -> Mark
         h1 { (path) ": version " (from.version) " → " (to.version) }
         p.crumbs { a href={ "/console/history/" (path) } { "History" } }
         p.muted {
-            "Version " (from.version) " by " (from.updated_by.as_deref().unwrap_or("?")) " at " (from.updated_at)
-            "; version " (to.version) " by " (to.updated_by.as_deref().unwrap_or("?")) " at " (to.updated_at) "."
+            "Version " (from.version) " by " (from.updated_by.as_deref().unwrap_or("?")) " at " (when(&from.updated_at))
+            "; version " (to.version) " by " (to.updated_by.as_deref().unwrap_or("?")) " at " (when(&to.updated_at)) "."
         }
         (diff_block(&from.content, &to.content, "Difference between the two versions"))
     }
@@ -500,8 +520,8 @@ pub(crate) fn runs(runs: &[api::RunSummary]) -> Markup {
                         td { a href={ "/console/runs/" (r.run_id) } { code { (r.run_id.get(..12).unwrap_or(&r.run_id)) } } }
                         td { (r.workflow_id) }
                         td { (r.status) }
-                        td { (r.started_at) }
-                        td.hide-narrow { (r.ended_at.as_deref().unwrap_or("")) }
+                        td { (when(&r.started_at)) }
+                        td.hide-narrow { @if let Some(e) = &r.ended_at { (when(e)) } }
                     }
                 }
             }
@@ -517,8 +537,8 @@ pub(crate) fn run(r: &api::Run, files: Option<&[api::FileMeta]>) -> Markup {
         dl.meta {
             dt { "Workflow" } dd { (r.workflow_id) }
             dt { "Status" } dd { (r.status) }
-            dt { "Started" } dd { (r.started_at) }
-            @if let Some(e) = &r.ended_at { dt { "Ended" } dd { (e) } }
+            dt { "Started" } dd { (when(&r.started_at)) }
+            @if let Some(e) = &r.ended_at { dt { "Ended" } dd { (when(e)) } }
         }
         p { a href={ "/console/runs/" (r.run_id) "/context" } { "Context this run loads" } }
         h2 { "Snapshot" }
@@ -533,7 +553,7 @@ pub(crate) fn run(r: &api::Run, files: Option<&[api::FileMeta]>) -> Markup {
                             td { a href={ "/console/runs/" (r.run_id) "/file/" (f.path) } { (f.path) } }
                             td.num { (f.version) }
                             td.num { (f.size.map(human_size).unwrap_or_default()) }
-                            td.hide-narrow { (f.updated_at) }
+                            td.hide-narrow { (when(&f.updated_at)) }
                         }
                     }
                 }
@@ -640,5 +660,39 @@ pub(crate) fn message(title: &str, text: &str, error: bool, back: (&str, &str)) 
         h1 { (title) }
         @if error { (error_box(text)) } @else { p.notice.ok role="status" { (text) } }
         p { a href=(back.0) { (back.1) } }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_shortened_to_the_second() {
+        let check = |at: &str, shown: &str| {
+            assert_eq!(
+                when(at).into_string(),
+                format!("<time datetime=\"{at}\">{shown}</time>")
+            );
+        };
+        check("2026-05-25T10:15:00.123456Z", "2026-05-25 10:15:00 UTC");
+        check("2026-05-25T10:15:00Z", "2026-05-25 10:15:00 UTC");
+        check("2026-05-25T10:15:00+02:00", "2026-05-25T10:15:00+02:00");
+        check("", "");
+    }
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1536), "1.5 KiB");
+        assert_eq!(human_size(3 * 1_048_576), "3.0 MiB");
+    }
+
+    #[test]
+    fn parents_keep_their_slash() {
+        assert_eq!(parent("a.md"), "");
+        assert_eq!(parent("notes/a.md"), "notes/");
+        assert_eq!(parent("a/b/c.md"), "a/b/");
     }
 }

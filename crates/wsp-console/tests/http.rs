@@ -193,7 +193,7 @@ async fn every_console_response_carries_the_security_headers() {
         let h = &page.headers;
         assert_eq!(h["content-security-policy"], CSP, "{path}");
         assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
-        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert_eq!(h["referrer-policy"], "same-origin", "{path}");
         assert_eq!(h["cache-control"], "no-store", "{path}");
         assert!(!page.body.contains("<script>"), "{path}: no inline script");
         assert!(!page.body.contains(" style="), "{path}: no inline style");

@@ -6,6 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod webdriver;
+
 use serde_json::{Value, json};
 use wsp_console::ConsoleConfig;
 use wsp_server::{AgentsConfig, AppState, ConfigAgentRegistry, KeyAuthenticator};

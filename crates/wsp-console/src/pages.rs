@@ -89,6 +89,10 @@ pub(crate) fn routes(console: Shared) -> Router {
         .route("/console/publish", post(publish))
         .route(&assets::CSS.url, get(|| async { asset(&assets::CSS) }))
         .route(&assets::JS.url, get(|| async { asset(&assets::JS) }))
+        .layer(axum::middleware::from_fn_with_state(
+            console.clone(),
+            end_refused_sessions,
+        ))
         .layer(axum::middleware::map_response(security_headers))
         .with_state(console)
 }
@@ -119,6 +123,23 @@ async fn security_headers(mut resp: Response) -> Response {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// Ends the session of a request answered 401: its key is no longer accepted (revoked), so
+/// the key is not kept in memory until the idle timeout.
+async fn end_refused_sessions(
+    State(c): State<Shared>,
+    req: http::Request<Body>,
+    next: axum::middleware::Next,
+) -> Response {
+    let id = session::cookie_id(req.headers());
+    let resp = next.run(req).await;
+    if resp.status() == StatusCode::UNAUTHORIZED
+        && let Some(id) = id
+    {
+        c.sessions.end(&id);
+    }
     resp
 }
 

@@ -55,6 +55,7 @@ pub(crate) fn page(
                 script src=(assets::JS.url) defer {}
             }
             body data-watch-path=[path] data-watch-prefix=[prefix] data-version=[version] data-editing[editing] {
+                a.skip href="#main" { "Skip to the content" }
                 header {
                     a.brand href="/console/" { "wsp console" }
                     @if let Some(s) = signed {

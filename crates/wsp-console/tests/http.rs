@@ -242,6 +242,26 @@ async fn an_idle_session_expires() {
 }
 
 #[tokio::test]
+async fn a_revoked_key_ends_its_session() {
+    use wsp_store::keys::KeyRegistry;
+    let host = start(Duration::from_secs(600)).await;
+    let mut v = signed_in(&host, &host.key_a).await;
+    assert_eq!(v.get("/console/files").await.status, 200);
+    let id = host.key_a.split('_').nth(1).unwrap();
+    host.registry.revoke(id).await.unwrap();
+    // Verified keys are cached for 2 s.
+    tokio::time::sleep(wsp_server::KEY_CACHE_TTL + Duration::from_millis(300)).await;
+    let cookie = v.cookie.clone();
+    let page = v.get("/console/files").await;
+    assert_eq!(page.status, 401);
+    assert!(page.body.contains("no longer accepted"), "{}", page.body);
+    // The session is gone, not only the cookie.
+    v.cookie = cookie;
+    let again = v.get("/console/files").await;
+    assert_eq!((again.status, again.location()), (303, "/console/sign-in"));
+}
+
+#[tokio::test]
 async fn forged_posts_are_refused_and_change_nothing() {
     let host = start(Duration::from_secs(600)).await;
     let file = host.put(&host.key_a, "a.md", "original").await;

@@ -25,6 +25,8 @@ pub struct Host {
     pub key_a_read: String,
     /// tenant-a, user u1 acting through the private agent `acme.main`.
     pub key_main: String,
+    /// The keys, to revoke one.
+    pub registry: Arc<MemoryKeyRegistry>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -114,7 +116,7 @@ pub async fn start(idle: Duration) -> Host {
             .with_max_versions(20),
     ));
     let agents = ConfigAgentRegistry::from_config(&agents_config()).unwrap();
-    let state = AppState::builder(store, Arc::new(KeyAuthenticator::new(registry)))
+    let state = AppState::builder(store, Arc::new(KeyAuthenticator::new(registry.clone())))
         .agents(Arc::new(agents))
         .build();
     let api = wsp_server::router(state.clone());
@@ -141,6 +143,7 @@ pub async fn start(idle: Duration) -> Host {
         key_b,
         key_a_read,
         key_main,
+        registry,
         shutdown: Some(tx),
     }
 }

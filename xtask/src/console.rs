@@ -73,11 +73,17 @@ fn install_browser() -> Result<()> {
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
-            .map_err(|e| format!("apt-get did not run ({e}): install chromium and chromium-driver"))?;
+            .map_err(|e| {
+                format!("apt-get did not run ({e}): install chromium and chromium-driver")
+            })?;
         if status.success() {
             Ok(())
         } else {
-            Err(format!("apt-get {} failed ({status}); it needs root", args.join(" ")).into())
+            Err(format!(
+                "apt-get {} failed ({status}); it needs root",
+                args.join(" ")
+            )
+            .into())
         }
     };
     apt(&["update"])?;

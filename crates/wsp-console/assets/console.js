@@ -11,6 +11,9 @@
   var editing = body.hasAttribute("data-editing");
   if (path === null && prefix === null) { return; }
   var source = new EventSource("/console/events");
+  // Tells whoever looks (a test, a stylesheet) that changes from now on will be shown.
+  source.addEventListener("open", function () { body.setAttribute("data-live", "open"); });
+  source.addEventListener("error", function () { body.setAttribute("data-live", "retrying"); });
   function say(text) {
     notice.textContent = text;
     notice.hidden = false;

@@ -24,6 +24,12 @@ async fn sign_in(b: &Browser, host: &Host, key: &str) {
     );
 }
 
+/// Waits until the page's live script follows the change feed.
+async fn live(b: &Browser) -> bool {
+    b.wait_for("return document.body.dataset.live === 'open'", 10)
+        .await
+}
+
 async fn at(b: &Browser, path: &str) -> bool {
     b.wait_for(&format!("return location.pathname === '{path}'"), 5)
         .await
@@ -234,8 +240,8 @@ async fn a_concurrent_write_mid_edit_is_shown_as_a_diff_and_merged() {
     sign_in(&b, &host, &host.key_a).await;
     b.goto(&host.url("/console/edit/knowledge/faq.md")).await;
     assert!(b.has("#content").await);
-    // Let the live script connect before the other write.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // The live script follows the change feed before the other write.
+    assert!(live(&b).await, "the change feed is followed");
     host.put(
         &host.key_a,
         "knowledge/faq.md",
@@ -347,7 +353,7 @@ async fn a_live_update_arrives_while_a_file_is_open() {
     sign_in(&b, &host, &host.key_a).await;
     b.goto(&host.url("/console/file/MEMORY.md")).await;
     assert!(b.has(".rendered").await);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(live(&b).await, "the change feed is followed");
     assert!(
         b.script("return document.getElementById('live').hidden", json!([]))
             .await
@@ -365,7 +371,7 @@ async fn a_live_update_arrives_while_a_file_is_open() {
     b.screenshot("live").await;
     // Another tenant's write to the same path is never announced here.
     b.goto(&host.url("/console/files")).await;
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(live(&b).await, "the change feed is followed");
     host.put(&host.key_b, "MEMORY.md", "- other tenant\n").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(

@@ -198,10 +198,14 @@ pub(crate) struct RunSummary {
     pub(crate) ended_at: Option<String>,
 }
 
-/// `GET /v1/runs`.
+/// `GET /v1/runs`: one page, newest first.
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct RunList {
     pub(crate) runs: Vec<RunSummary>,
+    /// Where the next (older) page starts; absent on the last page.
+    #[serde(default)]
+    pub(crate) next_cursor: Option<String>,
 }
 
 /// `GET /v1/runs/{runId}`.

@@ -25,6 +25,9 @@ use crate::view::{self, Draft, Entry, Signed, Watch};
 /// Largest form or upload the console reads (the API's own limits decide what is stored).
 const MAX_FORM_BYTES: usize = 32 * 1024 * 1024;
 
+/// Runs on one page of the runs list.
+const RUNS_PAGE: u32 = 50;
+
 /// Largest sign-in form.
 const MAX_SIGN_IN_BYTES: usize = 4096;
 
@@ -963,9 +966,18 @@ async fn events(ctx: Ctx, headers: HeaderMap) -> Result<Response> {
 
 // ----- runs, context, agents -----
 
-async fn runs(ctx: Ctx) -> Result<Response> {
-    let list: api::RunList = ctx.api().get("/v1/runs?limit=100").await?;
-    Ok(ctx.page("Runs", &Watch::Nothing, view::runs(&list.runs)))
+async fn runs(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
+    let params = query(raw);
+    let uri = match params.get("cursor").filter(|c| !c.is_empty()) {
+        Some(cursor) => format!("/v1/runs?limit={RUNS_PAGE}&cursor={}", q(cursor)),
+        None => format!("/v1/runs?limit={RUNS_PAGE}"),
+    };
+    let list: api::RunList = ctx.api().get(&uri).await?;
+    Ok(ctx.page(
+        "Runs",
+        &Watch::Nothing,
+        view::runs(&list.runs, list.next_cursor.as_deref()),
+    ))
 }
 
 async fn run(ctx: Ctx, Path(run_id): Path<String>) -> Result<Response> {

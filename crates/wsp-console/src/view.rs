@@ -505,7 +505,7 @@ pub(crate) fn version_diff(path: &str, from: &api::File, to: &api::File) -> Mark
 }
 
 /// The runs.
-pub(crate) fn runs(runs: &[api::RunSummary]) -> Markup {
+pub(crate) fn runs(runs: &[api::RunSummary], older: Option<&str>) -> Markup {
     html! {
         h1 { "Runs" }
         p.muted { "Each run pinned a snapshot of the workspace when it started: the files as the agent saw them." }
@@ -526,6 +526,9 @@ pub(crate) fn runs(runs: &[api::RunSummary]) -> Markup {
                     }
                 }
             }
+        }
+        @if let Some(cursor) = older {
+            p { a href={ "/console/runs?cursor=" (q(cursor)) } { "Older runs" } }
         }
     }
 }

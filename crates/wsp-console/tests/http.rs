@@ -674,6 +674,29 @@ async fn runs_context_and_agents_are_shown_and_publishing_works() {
     assert_eq!(refused.status, 403);
 }
 
+#[tokio::test]
+async fn the_runs_list_pages_to_older_runs() {
+    let host = start(Duration::from_secs(600)).await;
+    let mut ids = Vec::new();
+    for _ in 0..55 {
+        ids.push(host.run(&host.key_a).await);
+    }
+    let mut v = signed_in(&host, &host.key_a).await;
+    let first = v.get("/console/runs").await;
+    let oldest = &ids[0][..12];
+    let newest = &ids[54][..12];
+    assert!(first.body.contains(newest));
+    assert!(!first.body.contains(oldest), "a page holds 50 runs");
+    let marker = "href=\"/console/runs?cursor=";
+    let at = first.body.find(marker).expect("a link to older runs") + "href=\"".len();
+    let end = first.body[at..].find('"').unwrap() + at;
+    let older = v.get(&first.body[at..end].replace("&amp;", "&")).await;
+    assert_eq!(older.status, 200);
+    assert!(older.body.contains(oldest), "{}", older.body);
+    assert!(!older.body.contains(newest));
+    assert!(!older.body.contains(marker), "the last page links nowhere");
+}
+
 /// Signed in as tenant A, every console URL aimed at tenant B's path, run and agent answers
 /// what a missing one would, and no byte of B's data.
 #[tokio::test]

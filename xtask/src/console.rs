@@ -6,6 +6,7 @@
 //! starts its own browser). Screenshots land in `target/console/`. Without a browser the tests
 //! fail, never pass.
 
+use std::io::{Read as _, Write as _};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -19,6 +20,9 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// How long chromedriver may take to listen.
 const DRIVER_START: Duration = Duration::from_secs(30);
+
+/// How long chromedriver may take to shut down.
+const DRIVER_STOP: Duration = Duration::from_secs(5);
 
 /// Runs the browser tests.
 pub(crate) fn run() -> Result<()> {
@@ -34,7 +38,7 @@ pub(crate) fn run() -> Result<()> {
         .spawn()
         .map_err(|e| format!("{CHROMEDRIVER} did not start: {e}"))?;
     // Stopped however the tests end.
-    let driver = Driver(driver);
+    let driver = Driver(driver, port);
     wait_for_port(port)?;
     let status = Command::new(cargo())
         .current_dir(project_root())
@@ -52,11 +56,30 @@ pub(crate) fn run() -> Result<()> {
     }
 }
 
-/// The chromedriver process, ended when dropped.
-struct Driver(Child);
+/// The chromedriver process and its port, ended when dropped.
+struct Driver(Child, u16);
 
 impl Drop for Driver {
+    /// Asks chromedriver to shut down (it closes the browsers it still runs), and kills it
+    /// when it has not exited within a few seconds.
     fn drop(&mut self) {
+        if let Ok(mut tcp) = TcpStream::connect((Ipv4Addr::LOCALHOST, self.1)) {
+            let _ = tcp.set_read_timeout(Some(DRIVER_STOP));
+            let request = format!(
+                "GET /shutdown HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\n\r\n",
+                self.1
+            );
+            if tcp.write_all(request.as_bytes()).is_ok() {
+                let _ = tcp.read_to_end(&mut Vec::new());
+            }
+        }
+        let until = Instant::now() + DRIVER_STOP;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }

@@ -14,6 +14,8 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 pub struct Browser {
     http: reqwest::Client,
     session: String,
+    /// Whether the session was ended by [`Browser::quit`] (else `Drop` ends it).
+    ended: bool,
 }
 
 /// Where screenshots go: `target/console/` of the workspace.
@@ -59,6 +61,7 @@ impl Browser {
         Self {
             http,
             session: format!("{url}/session/{session}"),
+            ended: false,
         }
     }
 
@@ -216,7 +219,36 @@ impl Browser {
         std::fs::write(dir.join(format!("{name}.png")), bytes).unwrap();
     }
 
-    pub async fn quit(self) {
+    pub async fn quit(mut self) {
         let _ = self.http.delete(&self.session).send().await;
+        self.ended = true;
+    }
+}
+
+impl Drop for Browser {
+    /// A test that failed before [`Browser::quit`] still closes its browser: a blocking
+    /// `DELETE` of the session (Drop cannot await), so no Chromium outlives the test run.
+    fn drop(&mut self) {
+        use std::io::{Read, Write};
+        if self.ended {
+            return;
+        }
+        let Some(rest) = self.session.strip_prefix("http://") else {
+            return;
+        };
+        let Some((authority, path)) = rest.split_once('/') else {
+            return;
+        };
+        let Ok(mut tcp) = std::net::TcpStream::connect(authority) else {
+            return;
+        };
+        let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+        let request = format!(
+            "DELETE /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        if tcp.write_all(request.as_bytes()).is_ok() {
+            // The answer comes once the browser has quit.
+            let _ = tcp.read_to_end(&mut Vec::new());
+        }
     }
 }

@@ -167,8 +167,12 @@ fn html(status: StatusCode, markup: Markup) -> Response {
         .into_response()
 }
 
+/// A 303 to `to`, a path of this console. Every caller names a path the API accepted, but a
+/// location that is no header value falls back to the file list rather than failing.
 fn see_other(to: &str) -> Response {
-    Redirect::to(to).into_response()
+    let location =
+        HeaderValue::try_from(to).unwrap_or_else(|_| HeaderValue::from_static("/console/files"));
+    (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
 }
 
 impl IntoResponse for ConsoleError {
@@ -1118,5 +1122,52 @@ async fn publish(ctx: Ctx, body: Body) -> Result<Response> {
             ))
         }
         Err(e) => Ok(ctx.failure(&e, back)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(headers: &[(&str, &str)], expect: bool) {
+        let mut h = HeaderMap::new();
+        for (k, v) in headers {
+            h.insert(
+                HeaderName::try_from(*k).unwrap(),
+                HeaderValue::try_from(*v).unwrap(),
+            );
+        }
+        assert_eq!(same_origin(&h), expect, "{headers:?}");
+    }
+
+    #[test]
+    fn only_this_origin_may_post() {
+        let host = ("host", "wsp.example:8787");
+        check(&[host], true);
+        check(&[host, ("sec-fetch-site", "same-origin")], true);
+        check(&[host, ("origin", "https://wsp.example:8787")], true);
+        check(&[host, ("origin", "http://wsp.example:8787")], true);
+        check(&[host, ("sec-fetch-site", "same-site")], false);
+        check(&[host, ("sec-fetch-site", "cross-site")], false);
+        check(&[host, ("sec-fetch-site", "none")], false);
+        check(&[host, ("origin", "https://evil.example")], false);
+        check(&[host, ("origin", "https://wsp.example:8788")], false);
+        check(&[host, ("origin", "null")], false);
+        check(&[("origin", "https://wsp.example:8787")], false);
+    }
+
+    #[test]
+    fn new_files_get_a_media_type_by_name() {
+        for (path, expect) in [
+            ("a.md", "text/markdown"),
+            ("A.MD", "text/markdown"),
+            ("notes/x.json", "application/json"),
+            ("README", "text/plain"),
+            ("log.txt", "text/plain"),
+            ("img.png", "image/png"),
+            ("blob.bin", "application/octet-stream"),
+        ] {
+            assert_eq!(media_type_for(path), expect, "{path}");
+        }
     }
 }

@@ -14,7 +14,8 @@ use support::{Host, start};
 async fn sign_in(b: &Browser, host: &Host, key: &str) {
     b.goto(&host.url("/console/sign-in")).await;
     b.type_into("#key", key).await;
-    b.click("form[action='/console/sign-in'] button").await;
+    // By keyboard: Enter in the key field submits the form.
+    b.press_enter("#key").await;
     assert!(
         b.wait_for("return location.pathname === '/console/files'", 5)
             .await,
@@ -51,6 +52,11 @@ async fn sign_in_and_sign_out() {
         "password"
     );
     b.screenshot("sign-in").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "sign-in: every control is labelled"
+    );
     sign_in(&b, &host, &host.key_a).await;
     // The session cookie is HttpOnly: the page cannot read it, nor the key.
     assert_eq!(b.script("return document.cookie", json!([])).await, "");
@@ -132,8 +138,13 @@ async fn browse_view_and_the_main_pages() {
     sign_in(&b, &host, &host.key_main).await;
     assert!(b.source().await.contains("knowledge/"));
     b.screenshot("files").await;
-    // Keyboard: the folder link is reachable and opens with Enter.
-    b.click("a[href='/console/files?prefix=knowledge%2F']")
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "files: every control is labelled"
+    );
+    // Keyboard: the folder link opens with Enter.
+    b.press_enter("a[href='/console/files?prefix=knowledge%2F']")
         .await;
     assert!(
         b.wait_for("return location.search.includes('knowledge')", 5)
@@ -157,17 +168,42 @@ async fn browse_view_and_the_main_pages() {
     assert!(b.has(".rendered table").await, "Markdown tables render");
     assert!(b.text("dl.meta").await.contains("\""), "the etag is shown");
     b.screenshot("file").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "file: every control is labelled"
+    );
     b.goto(&host.url(&format!("/console/runs/{run}"))).await;
     assert!(b.source().await.contains("MEMORY.md"));
     b.screenshot("run").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "run: every control is labelled"
+    );
     b.goto(&host.url("/console/runs")).await;
     b.screenshot("runs").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "runs: every control is labelled"
+    );
     b.goto(&host.url("/console/context")).await;
     assert!(b.source().await.contains("Agent rules"));
     b.screenshot("context").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "context: every control is labelled"
+    );
     b.goto(&host.url("/console/agents")).await;
     assert!(b.source().await.contains("acme.cook"));
     b.screenshot("agents").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "agents: every control is labelled"
+    );
     // Phone width: nothing needs a horizontal scroll.
     b.window_size(390, 844).await;
     b.goto(&host.url("/console/files?prefix=knowledge%2F"))
@@ -203,6 +239,11 @@ async fn edit_and_save() {
     b.set_value("#content", "# Directives\n\n- be brief\n- cite sources\n")
         .await;
     b.screenshot("edit").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "edit: every control is labelled"
+    );
     b.click("form[action='/console/save'] button[type=submit]")
         .await;
     assert!(at(&b, "/console/file/DIRECTIVES.md").await);
@@ -270,6 +311,11 @@ async fn a_concurrent_write_mid_edit_is_shown_as_a_diff_and_merged() {
     assert!(diff.contains("Q1 answered by the agent"), "{diff}");
     assert!(diff.contains("Q3 from me"), "{diff}");
     b.screenshot("conflict").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "conflict: every control is labelled"
+    );
     // Merge: both changes.
     b.set_value(
         "#content",
@@ -314,6 +360,11 @@ async fn history_diff_and_restore() {
     b.goto(&host.url("/console/history/MEMORY.md")).await;
     assert!(b.text("table").await.contains("alice"));
     b.screenshot("history").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "history: every control is labelled"
+    );
     b.script(
         "document.querySelector('#from').value = '2'; document.querySelector('#to').value = '3';",
         json!([]),
@@ -327,6 +378,11 @@ async fn history_diff_and_restore() {
     assert!(b.text(".diff .removed").await.contains("likes tea"));
     assert!(b.text(".diff .added").await.contains("wiped"));
     b.screenshot("diff").await;
+    assert_eq!(
+        b.unlabelled().await,
+        json!([]),
+        "diff: every control is labelled"
+    );
     b.goto(&host.url("/console/history/MEMORY.md")).await;
     b.click("button[aria-label='Restore version 2']").await;
     assert!(at(&b, "/console/file/MEMORY.md").await);

@@ -152,6 +152,33 @@ impl Browser {
         .await;
     }
 
+    /// Presses Enter with the focus on the element `css`, as a keyboard user does.
+    pub async fn press_enter(&self, css: &str) {
+        let id = self.find(css).await;
+        self.must(
+            "POST",
+            &format!("/element/{id}/value"),
+            Some(json!({ "text": "\u{E007}" })),
+        )
+        .await;
+    }
+
+    /// The names of the page's form controls that have no label (a `<label for>`, or an
+    /// `aria-label`), and of its buttons and links that have no text.
+    pub async fn unlabelled(&self) -> Value {
+        self.script(
+            "const controls = [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+               .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label'))
+               .map(e => e.name || e.id || e.outerHTML);
+             const named = [...document.querySelectorAll('button, a')]
+               .filter(e => !e.textContent.trim() && !e.getAttribute('aria-label'))
+               .map(e => e.outerHTML);
+             return controls.concat(named);",
+            json!([]),
+        )
+        .await
+    }
+
     pub async fn text(&self, css: &str) -> String {
         let id = self.find(css).await;
         self.must("GET", &format!("/element/{id}/text"), None)

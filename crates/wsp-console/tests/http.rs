@@ -483,6 +483,66 @@ async fn a_conflicting_save_shows_the_other_change_and_the_merge_saves() {
 }
 
 #[tokio::test]
+async fn a_file_deleted_while_edited_is_saved_again_only_when_asked() {
+    let host = start(Duration::from_secs(600)).await;
+    host.put(&host.key_a, "gone.md", "before\n").await;
+    let mut v = signed_in(&host, &host.key_a).await;
+    let editor = v.get("/console/edit/gone.md").await;
+    let csrf = editor.field("csrf");
+    let base = editor.field("etag");
+    let (status, _) = host
+        .api(
+            "DELETE",
+            "/v1/host/workspace/files/gone.md",
+            &host.key_a,
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    let conflict = v
+        .post(
+            "/console/save",
+            &[
+                ("csrf", &csrf),
+                ("path", "gone.md"),
+                ("etag", &base),
+                ("content", "mine\n"),
+            ],
+        )
+        .await;
+    assert_eq!(conflict.status, 409);
+    assert!(conflict.body.contains("deleted"), "{}", conflict.body);
+    assert!(conflict.body.contains("mine"), "the text is kept");
+    assert_eq!(conflict.field("etag"), "", "saving again creates the file");
+    let saved = v
+        .post(
+            "/console/save",
+            &[
+                ("csrf", &csrf),
+                ("path", "gone.md"),
+                ("etag", ""),
+                ("content", "mine\n"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 303);
+    let (_, now) = host
+        .api(
+            "GET",
+            "/v1/host/workspace/files/gone.md",
+            &host.key_a,
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(
+        (now["content"].as_str(), now["version"].as_u64()),
+        (Some("mine\n"), Some(1))
+    );
+}
+
+#[tokio::test]
 async fn history_diffs_two_versions_and_restores_one() {
     let host = start(Duration::from_secs(600)).await;
     host.put(&host.key_a, "m.md", "alpha\n").await;

@@ -15,6 +15,7 @@ mod bench_http;
 mod codegen;
 mod config_schema;
 mod conformance;
+mod console;
 mod fuzz;
 mod host;
 mod interop;
@@ -55,6 +56,8 @@ tasks:
   interop             drive `wsp serve` with the OpenWOP Python client 1.8.0 and wsp-client,
                       and `wsp mcp` with the MCP Python SDK (stdio and HTTP)
   interop-matrix      write INTEROP-MATRIX.md from the reports in target/conformance/
+  console             the web console's tests in headless Chromium (apt-get installs chromium
+                      and chromium-driver when missing; screenshots in target/console/)
   man [--out DIR]     write the man pages of `wsp` (wsp.1, one per subcommand) into DIR
                       (default target/man)
   bench vfs [--iterations N]
@@ -111,6 +114,8 @@ enum Task {
     ApiCheck(Vec<String>),
     /// `cargo package` of every published crate.
     Package,
+    /// The console's browser tests.
+    Console,
 }
 
 fn parse(args: &[String]) -> Result<Task> {
@@ -126,6 +131,7 @@ fn parse(args: &[String]) -> Result<Task> {
         "fuzz" => return Ok(Task::Fuzz(flags.to_vec())),
         "api-check" => return Ok(Task::ApiCheck(flags.to_vec())),
         "package" if flags.is_empty() => return Ok(Task::Package),
+        "console" if flags.is_empty() => return Ok(Task::Console),
         _ => {}
     }
     let check = match flags {
@@ -160,6 +166,7 @@ fn run(args: &[String]) -> Result<()> {
         Task::Fuzz(args) => fuzz::run(&args),
         Task::ApiCheck(args) => apicheck::run(&args),
         Task::Package => package::run(),
+        Task::Console => console::run(),
     }
 }
 
@@ -243,5 +250,7 @@ mod tests {
         check("bench vfs", Some(Task::Bench(vec!["vfs".into()])));
         check("fuzz paths", Some(Task::Fuzz(vec!["paths".into()])));
         check("api-check", Some(Task::ApiCheck(vec![])));
+        check("console", Some(Task::Console));
+        check("console --x", None);
     }
 }

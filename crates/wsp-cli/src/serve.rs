@@ -139,6 +139,10 @@ pub struct ServeArgs {
     /// API from the browser (CORS); repeat for more. Without it no CORS header is sent.
     #[arg(long = "cors-origin", env = "WSP_CORS_ORIGINS", value_delimiter = ',', value_name = "ORIGIN", value_parser = |t: &str| wsp_server::CorsOrigin::parse(t).map_err(|e| e.to_string()))]
     cors_origins: Vec<wsp_server::CorsOrigin>,
+    /// Seconds a web console session (`/console/`) lives without a request before the person
+    /// has to sign in again.
+    #[arg(long, env = "WSP_CONSOLE_IDLE", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=604_800))]
+    console_idle: u64,
     /// Log lines on standard error: `text` for people, `json` (one object per line, the
     /// request id in every line of a request) for log collectors. The level is `WSP_LOG`.
     #[arg(long, env = "WSP_LOG_FORMAT", value_enum, default_value_t = crate::lifecycle::LogFormat::Text)]
@@ -167,6 +171,10 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     };
     // Before anything is created (a first start's admin key is shown only once).
     let tls = args.conn.tls()?;
+    // Served over TLS, the console's cookie is marked Secure.
+    let console = wsp_console::ConsoleConfig::default()
+        .with_idle_timeout(std::time::Duration::from_secs(args.console_idle))
+        .with_secure_cookie(tls.is_some());
     let limits = args.limits.limits();
     let data_dir_error = |e: &dyn std::fmt::Display| unusable_data_dir(&args.data, e);
     prepare_data_dir(&args.data)?;
@@ -307,7 +315,10 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         shutdown.await;
         stopping.send_replace(true);
     };
-    wsp_server::serve_with(listener, state, limits, shutdown).await?;
+    // The web console calls the same router in process, with each person's own key.
+    let api = wsp_server::router(state.clone());
+    let app = wsp_console::router(api.clone(), console).merge(api);
+    wsp_server::serve_app_with(listener, state, app, limits, shutdown).await?;
     if let Some(metrics) = metrics {
         metrics
             .await

@@ -624,6 +624,20 @@ pub async fn serve_with(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let app = router(state.clone());
+    serve_app_with(listener, state, app, limits, shutdown).await
+}
+
+/// [`serve_with`] serving `app` instead of `router(state)`: a host's router that holds the
+/// wsp routes (e.g. merged with a web console's) and is built on `state`, whose streams and
+/// runs it ends and sweeps as [`serve_with`] does.
+pub async fn serve_app_with(
+    listener: impl Into<Listener>,
+    state: AppState,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     // Open change-feed streams never end by themselves: end them when the shutdown begins.
     let shutdown = {
         let state = state.clone();
@@ -633,7 +647,7 @@ pub async fn serve_with(
         }
     };
     let sweeper = tokio::spawn(runs::sweep_forever(state.clone()));
-    let served = wsp_listener::serve(listener, router(state), limits, shutdown).await;
+    let served = wsp_listener::serve(listener, app, limits, shutdown).await;
     sweeper.abort();
     served
 }

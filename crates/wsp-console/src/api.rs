@@ -1,13 +1,15 @@
 //! The console's only way to the data: `/v1` requests through the API router, in process,
-//! with the signed-in person's key, and their JSON answers.
+//! with the signed-in person's key, and their JSON answers. Bodies and answers are the wire
+//! types generated from the JSON Schemas ([`wsp_types::wire`]).
 
 use axum::Router;
 use axum::body::Body;
 use http::{HeaderValue, Method, Request, header};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-use serde::Deserialize;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tower::ServiceExt;
+use wsp_types::wire::{ErrorEnvelope, WorkspaceFile};
 
 use crate::error::ConsoleError;
 
@@ -36,13 +38,6 @@ pub(crate) struct Answer {
     pub(crate) body: bytes::Bytes,
 }
 
-/// The API's error envelope.
-#[derive(Deserialize)]
-struct Envelope {
-    error: String,
-    message: String,
-}
-
 impl Api<'_> {
     /// Sends one request; a success status is an [`Answer`], any other the API's error.
     pub(crate) async fn send(
@@ -60,7 +55,7 @@ impl Api<'_> {
         if status.is_success() {
             return Ok(Answer { body });
         }
-        let (code, message) = match serde_json::from_slice::<Envelope>(&body) {
+        let (code, message) = match serde_json::from_slice::<ErrorEnvelope>(&body) {
             Ok(e) => (e.error, e.message),
             Err(_) => (
                 "internal".to_owned(),
@@ -113,6 +108,12 @@ impl Api<'_> {
     }
 }
 
+/// A request body as JSON.
+pub(crate) fn body<T: Serialize>(value: &T) -> Result<serde_json::Value, ConsoleError> {
+    serde_json::to_value(value)
+        .map_err(|_| ConsoleError::Internal("a request body did not serialize".into()))
+}
+
 /// The JSON of an answer as `T`.
 pub(crate) fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ConsoleError> {
     serde_json::from_slice(body).map_err(|e| {
@@ -125,160 +126,8 @@ pub(crate) fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ConsoleError>
     })
 }
 
-/// A file's metadata, as listed or in history.
-#[derive(Deserialize, Clone)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct FileMeta {
-    pub(crate) path: String,
-    pub(crate) version: u64,
-    #[serde(default)]
-    pub(crate) etag: Option<String>,
-    #[serde(default)]
-    pub(crate) updated_at: String,
-    #[serde(default)]
-    pub(crate) updated_by: Option<String>,
-    #[serde(default)]
-    pub(crate) size: Option<u64>,
-}
-
-/// A file with its content.
-#[derive(Deserialize, Clone)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct File {
-    pub(crate) path: String,
-    pub(crate) content: String,
-    #[serde(default)]
-    pub(crate) content_type: Option<String>,
-    #[serde(default)]
-    pub(crate) content_encoding: Option<String>,
-    pub(crate) version: u64,
-    #[serde(default)]
-    pub(crate) etag: Option<String>,
-    #[serde(default)]
-    pub(crate) updated_at: String,
-    #[serde(default)]
-    pub(crate) updated_by: Option<String>,
-}
-
-impl File {
-    /// Whether the content is base64 bytes rather than text.
-    pub(crate) fn is_binary(&self) -> bool {
-        self.content_encoding.as_deref() == Some("base64")
-    }
-
-    /// Whether the file is shown rendered as Markdown.
-    pub(crate) fn is_markdown(&self) -> bool {
-        self.content_type.as_deref() == Some("text/markdown")
-            || self.path.ends_with(".md")
-            || self.path.ends_with(".markdown")
-    }
-}
-
-/// `GET /v1/host/workspace/files`.
-#[derive(Deserialize)]
-pub(crate) struct FileList {
-    pub(crate) files: Vec<FileMeta>,
-}
-
-/// `GET /v1/host/workspace/history/{path}`.
-#[derive(Deserialize)]
-pub(crate) struct History {
-    pub(crate) versions: Vec<FileMeta>,
-}
-
-/// One run of `GET /v1/runs`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RunSummary {
-    pub(crate) run_id: String,
-    pub(crate) workflow_id: String,
-    pub(crate) status: String,
-    pub(crate) started_at: String,
-    #[serde(default)]
-    pub(crate) ended_at: Option<String>,
-}
-
-/// `GET /v1/runs`: one page, newest first.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RunList {
-    pub(crate) runs: Vec<RunSummary>,
-    /// Where the next (older) page starts; absent on the last page.
-    #[serde(default)]
-    pub(crate) next_cursor: Option<String>,
-}
-
-/// `GET /v1/runs/{runId}`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Run {
-    pub(crate) run_id: String,
-    pub(crate) workflow_id: String,
-    pub(crate) status: String,
-    pub(crate) started_at: String,
-    #[serde(default)]
-    pub(crate) ended_at: Option<String>,
-}
-
-/// `GET .../context`.
-#[derive(Deserialize)]
-pub(crate) struct Context {
-    pub(crate) text: String,
-    pub(crate) report: ContextReport,
-}
-
-/// The budget report of a context.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ContextReport {
-    pub(crate) source: String,
-    pub(crate) tokenizer: String,
-    pub(crate) budget_tokens: u64,
-    pub(crate) used_tokens: u64,
-    #[serde(default)]
-    pub(crate) over_budget: bool,
-    pub(crate) entries: Vec<ContextEntry>,
-}
-
-/// One line of the budget report.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ContextEntry {
-    pub(crate) section: String,
-    pub(crate) path: String,
-    pub(crate) outcome: String,
-    pub(crate) full_tokens: u64,
-    pub(crate) included_tokens: u64,
-    pub(crate) omitted_tokens: u64,
-    #[serde(default)]
-    pub(crate) reason: Option<String>,
-}
-
-/// One agent of `GET /v1/agents`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Agent {
-    pub(crate) agent_id: String,
-    pub(crate) label: String,
-    pub(crate) persona: String,
-    pub(crate) model_class: String,
-    pub(crate) pack_name: String,
-    pub(crate) pack_version: String,
-    #[serde(default)]
-    pub(crate) description: Option<String>,
-}
-
-/// `GET /v1/agents`.
-#[derive(Deserialize)]
-pub(crate) struct AgentList {
-    pub(crate) agents: Vec<Agent>,
-}
-
-/// `POST /v1/host/workspace/publish`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Published {
-    pub(crate) target_agent_id: String,
-    pub(crate) path: String,
-    pub(crate) version: u64,
+/// Whether a file is shown rendered as Markdown: by its media type, or by its name.
+pub(crate) fn is_markdown(f: &WorkspaceFile) -> bool {
+    let path = f.path.as_str();
+    f.content_type == "text/markdown" || path.ends_with(".md") || path.ends_with(".markdown")
 }

@@ -13,7 +13,11 @@ use http::header::{self, HeaderName, HeaderValue};
 use http::request::Parts;
 use http::{HeaderMap, Method, StatusCode};
 use maud::Markup;
-use serde_json::json;
+use wsp_types::WorkspacePath;
+use wsp_types::wire::{
+    AgentInventory, PublishRequest, PublishResponse, Run, RunList, RunStatus, WorkspaceContext,
+    WorkspaceFile, WorkspaceFileCreate, WorkspaceFileHistory, WorkspaceFileList,
+};
 
 use crate::ConsoleConfig;
 use crate::api::{self, Api, enc, q};
@@ -429,7 +433,11 @@ async fn sign_in(State(c): State<Shared>, headers: HeaderMap, body: Body) -> Res
             Method::PUT,
             WRITE_PROBE,
             &[(header::IF_MATCH, "\"console-write-check\"".to_owned())],
-            Some(json!({ "content": "" })),
+            Some(api::body(&WorkspaceFileCreate {
+                content: String::new(),
+                content_encoding: None,
+                content_type: "text/markdown".to_owned(),
+            })?),
         )
         .await;
     let can_write = !matches!(
@@ -470,16 +478,17 @@ async fn files(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
     } else {
         format!("/v1/host/workspace/files?prefix={}", q(prefix))
     };
-    let list: api::FileList = ctx.api().get(&uri).await?;
+    let list: WorkspaceFileList = ctx.api().get(&uri).await?;
     let needle = filter.to_lowercase();
     let mut folders: Vec<(String, usize)> = Vec::new();
     let mut entries_files = Vec::new();
     let mut matched = 0;
     for meta in &list.files {
-        let rest = meta.path.strip_prefix(prefix).unwrap_or(&meta.path);
+        let path = meta.path.as_str();
+        let rest = path.strip_prefix(prefix).unwrap_or(path);
         if !needle.is_empty() {
             // A filter lists every matching file below the folder, by its path from here.
-            if meta.path.to_lowercase().contains(&needle) {
+            if path.to_lowercase().contains(&needle) {
                 matched += 1;
                 entries_files.push(Entry::File {
                     name: rest.to_owned(),
@@ -516,7 +525,7 @@ async fn files(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
     ))
 }
 
-async fn read_file(ctx: &Ctx, path: &str, version: Option<u64>) -> Result<api::File> {
+async fn read_file(ctx: &Ctx, path: &str, version: Option<u64>) -> Result<WorkspaceFile> {
     let uri = match version {
         Some(v) => format!("{}?version={v}", file_uri(path)),
         None => file_uri(path),
@@ -530,13 +539,17 @@ async fn file(ctx: Ctx, Path(path): Path<String>, RawQuery(raw): RawQuery) -> Re
     let version = version_param(&params, "version")?;
     let f = read_file(&ctx, &path, version).await?;
     if version.is_some() {
-        return Ok(ctx.page(&f.path, &Watch::Nothing, view::old_version(&f, source)));
+        return Ok(ctx.page(
+            f.path.as_str(),
+            &Watch::Nothing,
+            view::old_version(&f, source),
+        ));
     }
     Ok(ctx.page(
-        &f.path,
+        f.path.as_str(),
         &Watch::File {
-            path: &f.path,
-            version: f.version,
+            path: f.path.as_str(),
+            version: f.version.get(),
             editing: false,
         },
         view::file(&ctx.signed(), &f, source),
@@ -545,24 +558,24 @@ async fn file(ctx: Ctx, Path(path): Path<String>, RawQuery(raw): RawQuery) -> Re
 
 async fn edit(ctx: Ctx, Path(path): Path<String>) -> Result<Response> {
     let f = read_file(&ctx, &path, None).await?;
-    if f.is_binary() {
+    if f.encoding().is_binary() {
         return Err(ConsoleError::BadRequest(
             "This file holds bytes, not text: it cannot be edited here.".into(),
         ));
     }
     let draft = Draft {
-        path: &f.path,
+        path: f.path.as_str(),
         etag: f.etag.as_deref().unwrap_or(""),
-        version: f.version,
+        version: f.version.get(),
         content: &f.content,
-        content_type: f.content_type.as_deref().unwrap_or("text/markdown"),
+        content_type: &f.content_type,
         new: false,
     };
     Ok(ctx.page(
         &format!("Edit {}", f.path),
         &Watch::File {
-            path: &f.path,
-            version: f.version,
+            path: f.path.as_str(),
+            version: f.version.get(),
             editing: true,
         },
         view::editor(&ctx.signed(), &draft, None),
@@ -654,7 +667,11 @@ async fn save(ctx: Ctx, body: Body) -> Result<Response> {
             Method::PUT,
             &file_uri(&path),
             &precondition(etag),
-            Some(json!({ "content": content, "contentType": content_type })),
+            Some(api::body(&WorkspaceFileCreate {
+                content: content.clone(),
+                content_encoding: None,
+                content_type: content_type.to_owned(),
+            })?),
         )
         .await;
     match answer {
@@ -665,7 +682,7 @@ async fn save(ctx: Ctx, body: Body) -> Result<Response> {
             ..
         }) if code == "workspace_conflict" => {
             let theirs = match read_file(&ctx, &path, None).await {
-                Ok(f) if !f.is_binary() => Some(f),
+                Ok(f) if !f.encoding().is_binary() => Some(f),
                 Ok(_) => {
                     return Err(ConsoleError::BadRequest(
                         "Someone saved bytes at this path meanwhile; your text was not saved."
@@ -685,7 +702,7 @@ async fn save(ctx: Ctx, body: Body) -> Result<Response> {
             let d = Draft {
                 path: &path,
                 etag: &base,
-                version: theirs.as_ref().map_or(0, |t| t.version),
+                version: theirs.as_ref().map_or(0, |t| t.version.get()),
                 content: &content,
                 content_type,
                 new: false,
@@ -798,10 +815,12 @@ async fn upload(ctx: Ctx, headers: HeaderMap, body: Body) -> Result<Response> {
     let name = filename.rsplit(['/', '\\']).next().unwrap_or(filename);
     let path = format!("{prefix}{name}");
     let (content, encoding) = wsp_types::body_of(file.body.clone());
-    let mut body = json!({ "content": content, "contentType": media_type_for(&path) });
-    if encoding.is_binary() {
-        body["contentEncoding"] = json!("base64");
-    }
+    let body = api::body(&WorkspaceFileCreate {
+        content,
+        // Left out for text, so that the body is the plain OpenWOP one.
+        content_encoding: encoding.is_binary().then_some(encoding),
+        content_type: media_type_for(&path).to_owned(),
+    })?;
     let back = format!("/console/files?prefix={}", q(&prefix));
     match ctx
         .api()
@@ -831,15 +850,12 @@ async fn upload(ctx: Ctx, headers: HeaderMap, body: Body) -> Result<Response> {
 
 async fn download(ctx: Ctx, Path(path): Path<String>) -> Result<Response> {
     let f = read_file(&ctx, &path, None).await?;
-    let bytes = if f.is_binary() {
-        wsp_types::wire::ContentEncoding::Base64
-            .decode(&f.content)
-            .map_err(|_| ConsoleError::Internal("stored base64".into()))?
-            .into_owned()
-    } else {
-        f.content.into_bytes()
-    };
-    let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+    let bytes = f
+        .bytes()
+        .map_err(|_| ConsoleError::Internal("stored base64".into()))?
+        .into_owned();
+    let path = f.path.as_str();
+    let name = path.rsplit('/').next().unwrap_or(path);
     // Paths hold only `A-Za-z0-9._-` and `/`: the name needs no quoting beyond the quotes.
     let disposition = format!("attachment; filename=\"{name}\"");
     Ok((
@@ -855,7 +871,7 @@ async fn download(ctx: Ctx, Path(path): Path<String>) -> Result<Response> {
 // ----- history -----
 
 async fn history(ctx: Ctx, Path(path): Path<String>) -> Result<Response> {
-    let h: api::History = ctx
+    let h: WorkspaceFileHistory = ctx
         .api()
         .get(&format!("/v1/host/workspace/history/{}", enc(&path)))
         .await?;
@@ -864,7 +880,7 @@ async fn history(ctx: Ctx, Path(path): Path<String>) -> Result<Response> {
         .first()
         .and_then(|v| v.etag.clone())
         .unwrap_or_default();
-    let live = h.versions.first().map_or(0, |v| v.version);
+    let live = h.versions.first().map_or(0, |v| v.version.get());
     Ok(ctx.page(
         &format!("History of {path}"),
         &Watch::File {
@@ -888,7 +904,7 @@ async fn diff(ctx: Ctx, Path(path): Path<String>, RawQuery(raw): RawQuery) -> Re
     };
     let a = read_file(&ctx, &path, Some(from)).await?;
     let b = read_file(&ctx, &path, Some(to)).await?;
-    if a.is_binary() || b.is_binary() {
+    if a.encoding().is_binary() || b.encoding().is_binary() {
         return Err(ConsoleError::BadRequest(
             "These versions hold bytes, not text: there is no line diff.".into(),
         ));
@@ -912,13 +928,12 @@ async fn restore(ctx: Ctx, body: Body) -> Result<Response> {
         Ok(f) => f,
         Err(e) => return Ok(ctx.failure(&e, (&back, "Back to the history"))),
     };
-    let mut body = json!({ "content": old.content });
-    if let Some(t) = &old.content_type {
-        body["contentType"] = json!(t);
-    }
-    if old.is_binary() {
-        body["contentEncoding"] = json!("base64");
-    }
+    let body = api::body(&WorkspaceFileCreate {
+        // Named for bytes only, as the API answered it.
+        content_encoding: old.content_encoding.filter(|e| e.is_binary()),
+        content: old.content,
+        content_type: old.content_type,
+    })?;
     match ctx
         .api()
         .send(Method::PUT, &file_uri(&path), &precondition(etag), Some(body))
@@ -976,7 +991,7 @@ async fn runs(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
         Some(cursor) => format!("/v1/runs?limit={RUNS_PAGE}&cursor={}", q(cursor)),
         None => format!("/v1/runs?limit={RUNS_PAGE}"),
     };
-    let list: api::RunList = ctx.api().get(&uri).await?;
+    let list: RunList = ctx.api().get(&uri).await?;
     Ok(ctx.page(
         "Runs",
         &Watch::Nothing,
@@ -985,11 +1000,11 @@ async fn runs(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
 }
 
 async fn run(ctx: Ctx, Path(run_id): Path<String>) -> Result<Response> {
-    let r: api::Run = ctx.api().get(&format!("/v1/runs/{}", enc(&run_id))).await?;
-    let files = if r.status == "running" {
+    let r: Run = ctx.api().get(&format!("/v1/runs/{}", enc(&run_id))).await?;
+    let files = if r.status == RunStatus::Running {
         match ctx
             .api()
-            .get::<api::FileList>(&format!("/v1/runs/{}/workspace/files", enc(&run_id)))
+            .get::<WorkspaceFileList>(&format!("/v1/runs/{}/workspace/files", enc(&run_id)))
             .await
         {
             Ok(list) => Some(list.files),
@@ -1015,7 +1030,7 @@ async fn run_file(
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let source = query(raw).contains_key("source");
-    let f: api::File = ctx
+    let f: WorkspaceFile = ctx
         .api()
         .get(&format!(
             "/v1/runs/{}/workspace/files/{}",
@@ -1024,7 +1039,7 @@ async fn run_file(
         ))
         .await?;
     Ok(ctx.page(
-        &f.path,
+        f.path.as_str(),
         &Watch::Nothing,
         view::run_file(&run_id, &f, source),
     ))
@@ -1040,11 +1055,11 @@ fn budget_query(raw: Option<String>) -> Result<String> {
 
 async fn context(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
     let budget = budget_query(raw)?;
-    let c: api::Context = ctx
+    let c: WorkspaceContext = ctx
         .api()
         .get(&format!("/v1/host/workspace/context{budget}"))
         .await?;
-    let b = c.report.budget_tokens;
+    let b = c.report.budget_tokens.get();
     Ok(ctx.page(
         "Context",
         &Watch::Nothing,
@@ -1058,11 +1073,11 @@ async fn run_context(
     RawQuery(raw): RawQuery,
 ) -> Result<Response> {
     let budget = budget_query(raw)?;
-    let c: api::Context = ctx
+    let c: WorkspaceContext = ctx
         .api()
         .get(&format!("/v1/runs/{}/context{budget}", enc(&run_id)))
         .await?;
-    let b = c.report.budget_tokens;
+    let b = c.report.budget_tokens.get();
     let action = format!("/console/runs/{run_id}/context");
     Ok(ctx.page(
         "Run context",
@@ -1073,7 +1088,7 @@ async fn run_context(
 
 async fn agents(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
     let path = query(raw).remove("path").unwrap_or_default();
-    let list = match ctx.api().get::<api::AgentList>("/v1/agents").await {
+    let list = match ctx.api().get::<AgentInventory>("/v1/agents").await {
         Ok(list) => Some(list.agents),
         Err(ConsoleError::Api {
             status: StatusCode::NOT_IMPLEMENTED,
@@ -1088,25 +1103,47 @@ async fn agents(ctx: Ctx, RawQuery(raw): RawQuery) -> Result<Response> {
     ))
 }
 
+/// The body of a publication. The paths are checked here, as the API checks them and refused
+/// in its words, since a [`WorkspacePath`] holds only a valid one.
+fn publish_request(path: &str, target_agent_id: &str, target_path: &str) -> Result<PublishRequest> {
+    let invalid = |message: String| ConsoleError::Api {
+        status: StatusCode::BAD_REQUEST,
+        code: "validation_error".into(),
+        message,
+    };
+    let path =
+        WorkspacePath::parse(path).map_err(|e| invalid(format!("invalid workspace path: {e}")))?;
+    let target_path = match target_path {
+        "" => None,
+        t => {
+            Some(WorkspacePath::parse(t).map_err(|e| invalid(format!("invalid targetPath: {e}")))?)
+        }
+    };
+    Ok(PublishRequest {
+        path,
+        target_agent_id: target_agent_id.to_owned(),
+        target_path,
+    })
+}
+
 async fn publish(ctx: Ctx, body: Body) -> Result<Response> {
     let form = Form::read(body, MAX_SIGN_IN_BYTES).await?;
     form.check(&ctx)?;
-    let mut req = json!({
-        "path": form.required("path")?.trim(),
-        "targetAgentId": form.required("targetAgentId")?,
-    });
-    let target = form.get("targetPath").trim();
-    if !target.is_empty() {
-        req["targetPath"] = json!(target);
-    }
+    let path = form.required("path")?.trim();
+    let target_agent_id = form.required("targetAgentId")?;
+    let target_path = form.get("targetPath").trim();
     let back = ("/console/agents", "Back to the agents");
+    let req = match publish_request(path, target_agent_id, target_path) {
+        Ok(req) => api::body(&req)?,
+        Err(e) => return Ok(ctx.failure(&e, back)),
+    };
     match ctx
         .api()
         .send(Method::POST, "/v1/host/workspace/publish", &[], Some(req))
         .await
     {
         Ok(answer) => {
-            let p: api::Published = api::parse(&answer.body)?;
+            let p: PublishResponse = api::parse(&answer.body)?;
             Ok(ctx.page(
                 "Published",
                 &Watch::Nothing,
@@ -1154,6 +1191,45 @@ mod tests {
         check(&[host, ("origin", "https://wsp.example:8788")], false);
         check(&[host, ("origin", "null")], false);
         check(&[("origin", "https://wsp.example:8787")], false);
+    }
+
+    #[test]
+    fn publish_paths_are_refused_as_the_api_refuses_them() {
+        let req = publish_request("notes/a.md", "acme.cook", "").unwrap();
+        assert_eq!(
+            api::body(&req).unwrap(),
+            serde_json::json!({ "path": "notes/a.md", "targetAgentId": "acme.cook" })
+        );
+        let req = publish_request("notes/a.md", "acme.cook", "inbox/a.md").unwrap();
+        assert_eq!(
+            req.target_path.as_ref().map(WorkspacePath::as_str),
+            Some("inbox/a.md")
+        );
+        for (path, target, expect) in [
+            ("", "", "invalid workspace path: path is empty"),
+            (
+                "../a.md",
+                "",
+                "invalid workspace path: path must start with an ASCII letter or digit",
+            ),
+            (
+                "a.md",
+                "a//b",
+                "invalid targetPath: path has an empty, '.' or '..' component",
+            ),
+        ] {
+            match publish_request(path, "acme.cook", target) {
+                Err(ConsoleError::Api {
+                    status: StatusCode::BAD_REQUEST,
+                    code,
+                    message,
+                }) => {
+                    assert_eq!(code, "validation_error");
+                    assert_eq!(message, expect, "{path} {target}");
+                }
+                other => panic!("{path} {target}: {other:?}"),
+            }
+        }
     }
 
     #[test]

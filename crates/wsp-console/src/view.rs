@@ -3,7 +3,11 @@
 //! No inline script, style or event attribute anywhere: the Content-Security-Policy forbids
 //! them, and the one script is `assets/console.js`.
 
+use chrono::{DateTime, SecondsFormat, Utc};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
+use wsp_types::wire::{
+    AgentInventoryEntry, Run, RunSummary, WorkspaceContext, WorkspaceFile, WorkspaceFileMeta,
+};
 
 use crate::api::{self, q};
 use crate::assets;
@@ -142,7 +146,7 @@ pub(crate) enum Entry<'a> {
     },
     File {
         name: String,
-        meta: &'a api::FileMeta,
+        meta: &'a WorkspaceFileMeta,
     },
 }
 
@@ -216,16 +220,12 @@ pub(crate) fn folder(
     }
 }
 
-/// An RFC 3339 time for people: `2026-05-25 10:15:00 UTC` (to the second), in a `<time>`
-/// element that keeps the exact value; any other text is shown as it is.
-pub(crate) fn when(at: &str) -> Markup {
-    let short = match (at.get(..10), at.get(10..11), at.get(11..19)) {
-        (Some(day), Some("T"), Some(clock)) if at.ends_with('Z') => {
-            format!("{day} {clock} UTC")
-        }
-        _ => at.to_owned(),
-    };
-    html! { time datetime=(at) { (short) } }
+/// A time for people: `2026-05-25 10:15:00 UTC` (to the second), in a `<time>` element that
+/// keeps the exact value as the API wrote it (RFC 3339, `Z`, fractional seconds as needed).
+pub(crate) fn when(at: &DateTime<Utc>) -> Markup {
+    let exact = at.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+    let short = at.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    html! { time datetime=(exact) { (short) } }
 }
 
 /// `n` bytes for people.
@@ -238,14 +238,14 @@ pub(crate) fn human_size(n: u64) -> String {
 }
 
 /// The metadata block of a file.
-fn meta(f: &api::File) -> Markup {
+fn meta(f: &WorkspaceFile) -> Markup {
     html! {
         dl.meta {
             dt { "Version" } dd { (f.version) }
             dt { "ETag" } dd { code { (f.etag.as_deref().unwrap_or("")) } }
             dt { "Updated" } dd { (when(&f.updated_at)) }
             dt { "Author" } dd { (f.updated_by.as_deref().unwrap_or("")) }
-            dt { "Type" } dd { (f.content_type.as_deref().unwrap_or("")) }
+            dt { "Type" } dd { (f.content_type) }
         }
     }
 }
@@ -256,11 +256,11 @@ pub(crate) fn parent(path: &str) -> &str {
 }
 
 /// The body of a file: rendered Markdown, source, or a note for bytes.
-fn content(f: &api::File, source: bool) -> Markup {
+fn content(f: &WorkspaceFile, source: bool) -> Markup {
     html! {
-        @if f.is_binary() {
+        @if f.encoding().is_binary() {
             p.muted { "This file holds bytes, not text: download it to open it." }
-        } @else if f.is_markdown() && !source {
+        } @else if api::is_markdown(f) && !source {
             div.rendered { (PreEscaped(crate::markdown::to_html(&f.content))) }
         } @else {
             pre { code { (f.content) } }
@@ -269,20 +269,20 @@ fn content(f: &api::File, source: bool) -> Markup {
 }
 
 /// A file of the live workspace.
-pub(crate) fn file(s: &Signed<'_>, f: &api::File, source: bool) -> Markup {
-    let p = &f.path;
+pub(crate) fn file(s: &Signed<'_>, f: &WorkspaceFile, source: bool) -> Markup {
+    let p = f.path.as_str();
     html! {
         h1 { (p) }
         (crumbs(parent(p)))
         (meta(f))
         div.actions {
-            @if f.is_markdown() && !f.is_binary() {
+            @if api::is_markdown(f) && !f.encoding().is_binary() {
                 @if source { a href={ "/console/file/" (p) } { "Rendered" } }
                 @else { a href={ "/console/file/" (p) "?source=1" } { "Source" } }
             }
             a href={ "/console/history/" (p) } { "History" }
             a href={ "/console/download/" (p) } { "Download" }
-            @if s.can_write && !f.is_binary() {
+            @if s.can_write && !f.encoding().is_binary() {
                 a.button href={ "/console/edit/" (p) } { "Edit" }
             }
             @if s.can_write {
@@ -295,13 +295,13 @@ pub(crate) fn file(s: &Signed<'_>, f: &api::File, source: bool) -> Markup {
 }
 
 /// A file of a run's snapshot.
-pub(crate) fn run_file(run_id: &str, f: &api::File, source: bool) -> Markup {
-    let p = &f.path;
+pub(crate) fn run_file(run_id: &str, f: &WorkspaceFile, source: bool) -> Markup {
+    let p = f.path.as_str();
     html! {
         h1 { (p) }
         p.crumbs { a href={ "/console/runs/" (run_id) } { "run " (run_id) } " (snapshot)" }
         (meta(f))
-        @if f.is_markdown() && !f.is_binary() {
+        @if api::is_markdown(f) && !f.encoding().is_binary() {
             div.actions {
                 @if source { a href={ "/console/runs/" (run_id) "/file/" (p) } { "Rendered" } }
                 @else { a href={ "/console/runs/" (run_id) "/file/" (p) "?source=1" } { "Source" } }
@@ -378,7 +378,7 @@ pub(crate) fn diff_block(old: &str, new: &str, label: &str) -> Markup {
 
 /// The conflict page: someone saved first. Their text against the person's, and the editor
 /// again, holding the person's text, based on the version now live.
-pub(crate) fn conflict(s: &Signed<'_>, theirs: Option<&api::File>, d: &Draft<'_>) -> Markup {
+pub(crate) fn conflict(s: &Signed<'_>, theirs: Option<&WorkspaceFile>, d: &Draft<'_>) -> Markup {
     html! {
         h1 { "Someone else saved " (d.path) " first" }
         @match theirs {
@@ -401,7 +401,7 @@ pub(crate) fn conflict(s: &Signed<'_>, theirs: Option<&api::File>, d: &Draft<'_>
 }
 
 /// The confirmation before a delete.
-pub(crate) fn confirm_delete(s: &Signed<'_>, f: &api::File) -> Markup {
+pub(crate) fn confirm_delete(s: &Signed<'_>, f: &WorkspaceFile) -> Markup {
     html! {
         h1 { "Delete " (f.path) "?" }
         p { "Version " (f.version) " is the live one. After a delete the file leaves the list and its history is no longer served." }
@@ -422,10 +422,10 @@ pub(crate) fn history(
     s: &Signed<'_>,
     path: &str,
     live_etag: &str,
-    versions: &[api::FileMeta],
+    versions: &[WorkspaceFileMeta],
 ) -> Markup {
-    let newest = versions.first().map(|v| v.version).unwrap_or(0);
-    let second = versions.get(1).map(|v| v.version).unwrap_or(newest);
+    let newest = versions.first().map_or(0, |v| v.version.get());
+    let second = versions.get(1).map_or(newest, |v| v.version.get());
     html! {
         h1 { "History of " (path) }
         (crumbs(parent(path)))
@@ -435,13 +435,13 @@ pub(crate) fn history(
                 div {
                     label for="from" { "From version" }
                     select #from name="from" {
-                        @for v in versions { option value=(v.version) selected[v.version == second] { (v.version) } }
+                        @for v in versions { option value=(v.version) selected[v.version.get() == second] { (v.version) } }
                     }
                 }
                 div {
                     label for="to" { "To version" }
                     select #to name="to" {
-                        @for v in versions { option value=(v.version) selected[v.version == newest] { (v.version) } }
+                        @for v in versions { option value=(v.version) selected[v.version.get() == newest] { (v.version) } }
                     }
                 }
                 button type="submit" { "Show the difference" }
@@ -463,7 +463,7 @@ pub(crate) fn history(
                         td { (v.updated_by.as_deref().unwrap_or("")) }
                         td.num.hide-narrow { (v.size.map(human_size).unwrap_or_default()) }
                         td {
-                            @if v.version == newest { span.muted { "live" } }
+                            @if v.version.get() == newest { span.muted { "live" } }
                             @else if s.can_write {
                                 form method="post" action="/console/restore" {
                                     (csrf_field(s))
@@ -482,7 +482,7 @@ pub(crate) fn history(
 }
 
 /// An old version of a file.
-pub(crate) fn old_version(f: &api::File, source: bool) -> Markup {
+pub(crate) fn old_version(f: &WorkspaceFile, source: bool) -> Markup {
     html! {
         h1 { (f.path) " at version " (f.version) }
         p.crumbs { a href={ "/console/history/" (f.path) } { "History" } " · " a href={ "/console/file/" (f.path) } { "live version" } }
@@ -492,7 +492,7 @@ pub(crate) fn old_version(f: &api::File, source: bool) -> Markup {
 }
 
 /// The difference between two versions.
-pub(crate) fn version_diff(path: &str, from: &api::File, to: &api::File) -> Markup {
+pub(crate) fn version_diff(path: &str, from: &WorkspaceFile, to: &WorkspaceFile) -> Markup {
     html! {
         h1 { (path) ": version " (from.version) " → " (to.version) }
         p.crumbs { a href={ "/console/history/" (path) } { "History" } }
@@ -505,7 +505,7 @@ pub(crate) fn version_diff(path: &str, from: &api::File, to: &api::File) -> Mark
 }
 
 /// The runs.
-pub(crate) fn runs(runs: &[api::RunSummary], older: Option<&str>) -> Markup {
+pub(crate) fn runs(runs: &[RunSummary], older: Option<&str>) -> Markup {
     html! {
         h1 { "Runs" }
         p.muted { "Each run pinned a snapshot of the workspace when it started: the files as the agent saw them." }
@@ -534,7 +534,7 @@ pub(crate) fn runs(runs: &[api::RunSummary], older: Option<&str>) -> Markup {
 }
 
 /// One run and its snapshot's files.
-pub(crate) fn run(r: &api::Run, files: Option<&[api::FileMeta]>) -> Markup {
+pub(crate) fn run(r: &Run, files: Option<&[WorkspaceFileMeta]>) -> Markup {
     html! {
         h1 { "Run " (r.run_id) }
         p.crumbs { a href="/console/runs" { "Runs" } }
@@ -567,7 +567,7 @@ pub(crate) fn run(r: &api::Run, files: Option<&[api::FileMeta]>) -> Markup {
 }
 
 /// A context preview and its budget report.
-pub(crate) fn context(title: &str, action: &str, budget: u64, c: &api::Context) -> Markup {
+pub(crate) fn context(title: &str, action: &str, budget: u64, c: &WorkspaceContext) -> Markup {
     let r = &c.report;
     html! {
         h1 { (title) }
@@ -581,7 +581,7 @@ pub(crate) fn context(title: &str, action: &str, budget: u64, c: &api::Context) 
         h2 { "Budget report" }
         p {
             (r.used_tokens) " of " (r.budget_tokens) " tokens used (" (r.tokenizer) ", source " (r.source) ")."
-            @if r.over_budget { strong { " Over budget: AGENTS.md alone is larger than the budget." } }
+            @if r.over_budget == Some(true) { strong { " Over budget: AGENTS.md alone is larger than the budget." } }
         }
         table {
             thead { tr {
@@ -605,7 +605,7 @@ pub(crate) fn context(title: &str, action: &str, budget: u64, c: &api::Context) 
 }
 
 /// The agent inventory and the publish form.
-pub(crate) fn agents(s: &Signed<'_>, agents: Option<&[api::Agent]>, path: &str) -> Markup {
+pub(crate) fn agents(s: &Signed<'_>, agents: Option<&[AgentInventoryEntry]>, path: &str) -> Markup {
     html! {
         h1 { "Agents" }
         @match agents {
@@ -673,16 +673,19 @@ mod tests {
 
     #[test]
     fn times_are_shortened_to_the_second() {
+        // The exact value is the API's own text of the time (chrono's serde form).
         let check = |at: &str, shown: &str| {
+            let time: DateTime<Utc> = serde_json::from_value(serde_json::json!(at)).unwrap();
+            assert_eq!(serde_json::to_value(time).unwrap(), serde_json::json!(at));
             assert_eq!(
-                when(at).into_string(),
+                when(&time).into_string(),
                 format!("<time datetime=\"{at}\">{shown}</time>")
             );
         };
         check("2026-05-25T10:15:00.123456Z", "2026-05-25 10:15:00 UTC");
+        check("2026-05-25T10:15:00.123Z", "2026-05-25 10:15:00 UTC");
+        check("2026-05-25T10:15:59.999999999Z", "2026-05-25 10:15:59 UTC");
         check("2026-05-25T10:15:00Z", "2026-05-25 10:15:00 UTC");
-        check("2026-05-25T10:15:00+02:00", "2026-05-25T10:15:00+02:00");
-        check("", "");
     }
 
     #[test]

@@ -150,14 +150,7 @@ impl FileCache {
             if self.bytes() + size <= self.capacity {
                 return;
             }
-            let mut shard = self.shards[next].write().unwrap_or_else(|e| e.into_inner());
-            let freed: usize = shard
-                .values()
-                .flat_map(|paths| paths.values())
-                .map(|e| e.body.len())
-                .sum();
-            shard.clear();
-            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+            self.empty(&self.shards[next]);
             next = (next + 1) % SHARDS;
         }
     }
@@ -187,15 +180,20 @@ impl FileCache {
     fn forget_all(&self) {
         for shard in &self.shards {
             self.generation.fetch_add(1, Ordering::AcqRel);
-            let mut shard = shard.write().unwrap_or_else(|e| e.into_inner());
-            let freed: usize = shard
-                .values()
-                .flat_map(|paths| paths.values())
-                .map(|e| e.body.len())
-                .sum();
-            shard.clear();
-            self.bytes.fetch_sub(freed, Ordering::Relaxed);
+            self.empty(shard);
         }
+    }
+
+    /// Drops every answer of `shard` and counts the bytes freed.
+    fn empty(&self, shard: &RwLock<Shard>) {
+        let mut shard = shard.write().unwrap_or_else(|e| e.into_inner());
+        let freed: usize = shard
+            .values()
+            .flat_map(|paths| paths.values())
+            .map(|e| e.body.len())
+            .sum();
+        shard.clear();
+        self.bytes.fetch_sub(freed, Ordering::Relaxed);
     }
 
     /// Forgets everything and keeps nothing from now on.

@@ -1,24 +1,26 @@
-//! Group commit: the writes and deletes that arrive while a commit is in flight share the next
-//! transaction, and so its one `COMMIT` (one WAL flush on the server).
+//! Group commit: the writes and deletes of one owner that arrive while a commit of that owner
+//! is in flight share the next transaction, and so its one `COMMIT` (one WAL flush on the
+//! server).
 //!
 //! Writers of one owner are serialized by the owner row's lock, which a transaction holds until
 //! it commits; with a transaction per write, one owner's writes could not go faster than one
-//! commit (a WAL flush) each. Here one task per store takes every waiting change (up to
-//! [`MAX_BATCH`]), applies each in a savepoint of its own (a refused or failed change is rolled
-//! back alone: its neighbours keep their outcomes), commits once, and only then answers the
-//! callers and tells subscribers. A caller that stops waiting stops nothing: the task commits
-//! the change anyway.
-//!
-//! Changes are applied grouped by owner, owners in one fixed order (each owner's changes keep
-//! their order of arrival), so two replicas' transactions always take owner locks in the same
-//! order and cannot deadlock on them. When the transaction itself breaks (a lost connection
-//! before `COMMIT`, a deadlock), the whole batch is tried again on a fresh connection, as a
-//! single write was.
+//! commit (a WAL flush) each. Here each owner with changes waiting has one task that takes
+//! them all (up to [`MAX_BATCH`]), applies each in a savepoint of its own (a refused or failed
+//! change is rolled back alone: its neighbours keep their outcomes), commits once, and only
+//! then answers the callers and tells subscribers; then takes what arrived meanwhile, and ends
+//! when nothing waits. Owners never share a transaction, so one owner's wait (its row locked by
+//! another replica, say) never holds up another's writes, and a transaction locks one owner
+//! row only, so replicas cannot deadlock on owner rows. A caller that stops waiting stops
+//! nothing: the task commits the change anyway. When the transaction itself breaks (a lost
+//! connection before `COMMIT`, a deadlock), the whole batch is tried again on a fresh
+//! connection, as a single write was.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use wsp_store::{CommitObserver, Deleted, FileWrite, Precondition, StoreError, StoredFile};
 use wsp_types::{Owner, WorkspacePath};
 
@@ -68,29 +70,56 @@ impl Outcome {
     }
 }
 
-/// The queue of a store's writer: hands changes to its task.
+/// The waiting changes of a store, by owner: an owner has an entry while its task runs.
 pub(crate) struct Writer {
-    queue: mpsc::UnboundedSender<Change>,
+    queues: Mutex<HashMap<Owner, Vec<Change>>>,
+    store: Weak<Inner>,
     /// Told of every commit (a host's metrics), once set.
     pub(crate) commits: OnceLock<Arc<dyn CommitObserver>>,
 }
 
 impl Writer {
-    /// A writer and the receiving end its task drains ([`run`]).
-    pub(crate) fn new() -> (Self, mpsc::UnboundedReceiver<Change>) {
-        let (queue, rx) = mpsc::unbounded_channel();
-        (
-            Self {
-                queue,
-                commits: OnceLock::new(),
-            },
-            rx,
-        )
+    /// The writer of the store `store` points to (made with the store, `Arc::new_cyclic`).
+    pub(crate) fn new(store: Weak<Inner>) -> Self {
+        Self {
+            queues: Mutex::default(),
+            store,
+            commits: OnceLock::new(),
+        }
     }
 
-    /// Queues `change`; `false` when the task has stopped (the runtime is shutting down).
+    /// Queues `change`, starting its owner's task when none runs; `false` when no task can
+    /// start (no runtime: the store is shutting down).
     pub(crate) fn send(&self, change: Change) -> bool {
-        self.queue.send(change).is_ok()
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        match queues.entry(change.owner.clone()) {
+            // Its task takes it with the next batch.
+            Entry::Occupied(mut waiting) => waiting.get_mut().push(change),
+            Entry::Vacant(slot) => {
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return false;
+                };
+                let owner = slot.key().clone();
+                slot.insert(vec![change]);
+                runtime.spawn(drain(self.store.clone(), owner));
+            }
+        }
+        true
+    }
+
+    /// Up to [`MAX_BATCH`] of `owner`'s waiting changes, oldest first; none (and the owner's
+    /// entry removed, so the next change starts a new task) when nothing waits.
+    fn take(&self, owner: &Owner) -> Vec<Change> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(waiting) = queues.get_mut(owner) else {
+            return Vec::new();
+        };
+        if waiting.is_empty() {
+            queues.remove(owner);
+            return Vec::new();
+        }
+        let n = waiting.len().min(MAX_BATCH);
+        waiting.drain(..n).collect()
     }
 }
 
@@ -99,14 +128,49 @@ pub(crate) fn stopped() -> StoreError {
     StoreError::unavailable("the PostgreSQL writer has stopped (the store is shutting down)")
 }
 
-/// The writer's task: commits what waits, a batch at a time, until the store is dropped.
-pub(crate) async fn run(store: Weak<Inner>, mut queue: mpsc::UnboundedReceiver<Change>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let Some(inner) = store.upgrade() else { return };
-        // Grouped by owner in one fixed order; a stable sort keeps each owner's order.
-        batch.sort_by(|a: &Change, b: &Change| a.owner.cmp(&b.owner));
-        commit(&inner, &batch).await.settle(&inner, batch.drain(..));
+/// One owner's task: commits what waits for the owner, a batch at a time, until nothing does
+/// (or the store was dropped: the callers then hear that the writer stopped).
+async fn drain(store: Weak<Inner>, owner: Owner) {
+    let mut running = Running {
+        store: store.clone(),
+        owner: owner.clone(),
+        done: false,
+    };
+    loop {
+        let Some(inner) = store.upgrade() else { break };
+        let batch = inner.writer.take(&owner);
+        if batch.is_empty() {
+            break;
+        }
+        commit(&inner, &batch)
+            .await
+            .settle(&inner, batch.into_iter());
+    }
+    running.done = true;
+}
+
+/// An owner's running task. Should the task end any other way than by finding nothing to do
+/// (a panic), this removes the owner's entry on its way out: the changes still waiting are
+/// answered that the writer stopped, and the owner's next change starts a new task.
+struct Running {
+    store: Weak<Inner>,
+    owner: Owner,
+    done: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(inner) = self.store.upgrade() {
+            let mut queues = inner
+                .writer
+                .queues
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            queues.remove(&self.owner);
+        }
     }
 }
 

@@ -15,8 +15,8 @@
 //! 4. a refused or failed change rolls back to its savepoint (its sequence number included);
 //! 5. the batch commits.
 //!
-//! Writers of one owner are serialized by the owner lock (and always lock owner before path, and
-//! owners in one order within a batch, so they cannot deadlock); writers of different owners
+//! Writers of one owner are serialized by the owner lock (and always lock owner before path, so
+//! they cannot deadlock); a batch holds one owner's changes only, so writers of different owners
 //! never wait for each other.
 
 use chrono::{DateTime, Utc};

@@ -489,19 +489,16 @@ impl PgStore {
                 });
             }
         }
-        let (writer, queue) = batch::Writer::new();
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|store| Inner {
             db,
             limits,
             retention: Retention::new(&limits, options.feed_retention),
             sql,
             snapshots,
             notices,
-            writer,
+            writer: batch::Writer::new(store.clone()),
             _listener: listener,
         });
-        // Holds the store weakly: it ends when the last clone of the store is dropped.
-        tokio::spawn(batch::run(Arc::downgrade(&inner), queue));
         Ok(Self { inner })
     }
 

@@ -116,3 +116,60 @@ async fn writes_waiting_for_a_commit_share_the_next_and_keep_their_outcomes() {
         "w0"
     );
 }
+
+/// Writers of different owners never wait for each other: while one owner's row is locked
+/// elsewhere (its writes wait), another owner's writes through the same store commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_owner_waiting_never_holds_up_another() {
+    let schema = TestSchema::new(&database_url());
+    let store = schema.store(Limits::default()).await;
+    let (a, b) = (
+        Owner::parse("a", "w").unwrap(),
+        Owner::parse("b", "w").unwrap(),
+    );
+    let path = WorkspacePath::parse("x.md").unwrap();
+    for owner in [&a, &b] {
+        store
+            .put(owner, &path, FileWrite::markdown("v1"), Precondition::None)
+            .await
+            .unwrap();
+    }
+    let blocker = admin(&schema.url).await;
+    blocker.batch_execute("BEGIN").await.unwrap();
+    blocker
+        .execute(
+            &schema.sql(
+                "SELECT 1 FROM {s}.wsp_owners WHERE tenant = 'a' AND workspace = 'w' FOR UPDATE",
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let waiting = {
+        let (store, a, path) = (store.clone(), a.clone(), path.clone());
+        tokio::spawn(async move {
+            store
+                .put(&a, &path, FileWrite::markdown("a2"), Precondition::None)
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 0..5 {
+        let written = tokio::time::timeout(
+            Duration::from_secs(10),
+            store.put(
+                &b,
+                &path,
+                FileWrite::markdown(format!("b{i}")),
+                Precondition::None,
+            ),
+        )
+        .await
+        .expect("owner b's write does not wait for owner a's lock")
+        .unwrap();
+        assert_eq!(written.meta.version, 2 + i);
+    }
+    assert!(!waiting.is_finished(), "owner a's write waits for its lock");
+    blocker.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(waiting.await.unwrap().unwrap().meta.version, 2);
+}

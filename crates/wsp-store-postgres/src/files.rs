@@ -522,24 +522,19 @@ pub(crate) async fn put(
     precondition: &Precondition,
 ) -> Result<Own<Written>, Failure> {
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
-    let lock_owner = tx.prepare_cached(&sql.lock_owner_for_write).await?;
-    let lock_path = tx.prepare_cached(&sql.lock_path).await?;
     let apply = tx.prepare_cached(&sql.apply_write).await?;
     let path_str = path.as_str();
-    let of_owner: [&(dyn ToSql + Sync); 2] = [&tenant, &workspace];
-    let of_path: [&(dyn ToSql + Sync); 3] = [&tenant, &workspace, &path_str];
-    let (saved, owner_row, path_row) = tokio::join!(
-        tx.batch_execute(SAVEPOINT),
-        tx.query_one(&lock_owner, &of_owner),
-        tx.query_opt(&lock_path, &of_path),
-    );
-    saved?;
-    let locked = (|| {
-        let row = owner_row?;
-        let seq: i64 = row.try_get(0)?;
-        let live_files: i64 = row.try_get(1)?;
-        Ok::<_, Failure>((seq, live_files, current(path_row?)?))
-    })();
+    let locked = lock(tx, &sql.lock_owner_for_write, sql, owner, path)
+        .await?
+        .and_then(|(row, state)| {
+            // The upsert always returns the owner row.
+            let row = row.ok_or(Failure::Answer(StoreError::internal(
+                "postgres: locking the owner returned no row",
+            )))?;
+            let seq: i64 = row.try_get(0)?;
+            let live_files: i64 = row.try_get(1)?;
+            Ok((seq, live_files, state))
+        });
     let (seq, live_files, state) = match locked {
         Ok(locked) => locked,
         Err(failure) => return undo(tx, failure).await,
@@ -612,25 +607,16 @@ pub(crate) async fn delete(
     precondition: &Precondition,
 ) -> Result<Own<(Deleted, u64)>, Failure> {
     let (tenant, workspace) = (owner.tenant.as_str(), owner.workspace.as_str());
-    let lock_owner = tx.prepare_cached(&sql.lock_owner_for_delete).await?;
-    let lock_path = tx.prepare_cached(&sql.lock_path).await?;
     let apply = tx.prepare_cached(&sql.apply_delete).await?;
     let path_str = path.as_str();
-    let of_owner: [&(dyn ToSql + Sync); 2] = [&tenant, &workspace];
-    let of_path: [&(dyn ToSql + Sync); 3] = [&tenant, &workspace, &path_str];
-    let (saved, owner_row, path_row) = tokio::join!(
-        tx.batch_execute(SAVEPOINT),
-        tx.query_opt(&lock_owner, &of_owner),
-        tx.query_opt(&lock_path, &of_path),
-    );
-    saved?;
-    let locked = (|| {
-        let Some(row) = owner_row? else {
-            return Err(Failure::Answer(StoreError::NotFound));
-        };
-        let seq: i64 = row.try_get(0)?;
-        Ok::<_, Failure>((seq, current(path_row?)?))
-    })();
+    let locked = lock(tx, &sql.lock_owner_for_delete, sql, owner, path)
+        .await?
+        .and_then(|(row, state)| {
+            // No owner row: the owner never wrote, so the path holds no file.
+            let row = row.ok_or(Failure::Answer(StoreError::NotFound))?;
+            let seq: i64 = row.try_get(0)?;
+            Ok((seq, state))
+        });
     let (seq, state) = match locked {
         Ok(locked) => locked,
         Err(failure) => return undo(tx, failure).await,
@@ -660,6 +646,34 @@ pub(crate) async fn delete(
         },
         seq as u64,
     )))
+}
+
+/// Takes a change's savepoint and both locks in one round trip: the owner row (`lock_owner`
+/// also takes its next sequence number) and the path's row. The outer `Err`: the savepoint
+/// was not taken (the transaction is broken); the inner one: a lock failed, to be undone.
+async fn lock(
+    tx: &Transaction<'_>,
+    lock_owner: &str,
+    sql: &FileSql,
+    owner: &Owner,
+    path: &WorkspacePath,
+) -> Result<Result<(Option<Row>, Option<Current>), Failure>, Failure> {
+    let (tenant, workspace, path) = (
+        owner.tenant.as_str(),
+        owner.workspace.as_str(),
+        path.as_str(),
+    );
+    let lock_owner = tx.prepare_cached(lock_owner).await?;
+    let lock_path = tx.prepare_cached(&sql.lock_path).await?;
+    let of_owner: [&(dyn ToSql + Sync); 2] = [&tenant, &workspace];
+    let of_path: [&(dyn ToSql + Sync); 3] = [&tenant, &workspace, &path];
+    let (saved, owner_row, path_row) = tokio::join!(
+        tx.batch_execute(SAVEPOINT),
+        tx.query_opt(&lock_owner, &of_owner),
+        tx.query_opt(&lock_path, &of_path),
+    );
+    saved?;
+    Ok((|| Ok((owner_row?, current(path_row?)?)))())
 }
 
 /// Each write's savepoint (one at a time, so one name serves).

@@ -142,9 +142,8 @@ async fn drain(store: Weak<Inner>, owner: Owner) {
         if batch.is_empty() {
             break;
         }
-        commit(&inner, &batch)
-            .await
-            .settle(&inner, batch.into_iter());
+        let committed = commit(&inner, &batch).await;
+        settle(&inner, committed, batch);
     }
     running.done = true;
 }
@@ -174,14 +173,12 @@ impl Drop for Running {
     }
 }
 
-/// What one batch came to: each change's outcome, or the failure of the whole transaction.
-struct Committed(Result<Vec<Outcome>, StoreError>);
-
 /// Applies every change of `batch` in one transaction and commits it, tried again as a whole
 /// on another connection when the transaction broke before `COMMIT`.
-async fn commit(inner: &Inner, batch: &[Change]) -> Committed {
+/// Each change's outcome, or the failure of the whole transaction.
+async fn commit(inner: &Inner, batch: &[Change]) -> Result<Vec<Outcome>, StoreError> {
     let attempts = Attempts::write("write");
-    Committed(retrying!(inner.db, attempts, |client| async {
+    retrying!(inner.db, attempts, |client| async {
         let tx = client.transaction().await?;
         let mut outcomes = Vec::with_capacity(batch.len());
         for change in batch {
@@ -219,40 +216,37 @@ async fn commit(inner: &Inner, batch: &[Change]) -> Committed {
             observer.committed(applied, committing.elapsed());
         }
         Ok::<_, Failure>(outcomes)
-    }))
+    })
 }
 
-impl Committed {
-    /// Answers every caller and, for the changes that committed, tells subscribers (after the
-    /// commit, in order).
-    fn settle(self, inner: &Inner, batch: impl Iterator<Item = Change>) {
-        let outcomes = match self.0 {
-            Ok(outcomes) => outcomes,
-            Err(e) => {
-                for change in batch {
-                    change.kind.fail(e.clone());
-                }
-                return;
+/// Answers every caller of `batch` and, for the changes that committed, tells subscribers
+/// (after the commit, in order).
+fn settle(inner: &Inner, committed: Result<Vec<Outcome>, StoreError>, batch: Vec<Change>) {
+    let outcomes = match committed {
+        Ok(outcomes) => outcomes,
+        Err(e) => {
+            for change in batch {
+                change.kind.fail(e.clone());
             }
-        };
-        for (change, outcome) in batch.zip(outcomes) {
-            if let Some(seq) = outcome.seq() {
-                inner.notify(&change.owner, seq);
+            return;
+        }
+    };
+    for (change, outcome) in batch.into_iter().zip(outcomes) {
+        if let Some(seq) = outcome.seq() {
+            inner.notify(&change.owner, seq);
+        }
+        // A caller may have stopped waiting; its change stands either way.
+        match (change.kind, outcome) {
+            (Kind::Put { write, reply, .. }, Outcome::Put(own)) => {
+                let _ = reply
+                    .send(own.map(|w| w.decided.stored_file(&change.path, write, w.updated_at)));
             }
-            // A caller may have stopped waiting; its change stands either way.
-            match (change.kind, outcome) {
-                (Kind::Put { write, reply, .. }, Outcome::Put(own)) => {
-                    let _ = reply.send(
-                        own.map(|w| w.decided.stored_file(&change.path, write, w.updated_at)),
-                    );
-                }
-                (Kind::Delete { reply, .. }, Outcome::Delete(own)) => {
-                    let _ = reply.send(own.map(|(deleted, _)| deleted));
-                }
-                (kind, _) => kind.fail(StoreError::internal(
-                    "postgres group commit: an outcome does not match its change",
-                )),
+            (Kind::Delete { reply, .. }, Outcome::Delete(own)) => {
+                let _ = reply.send(own.map(|(deleted, _)| deleted));
             }
+            (kind, _) => kind.fail(StoreError::internal(
+                "postgres group commit: an outcome does not match its change",
+            )),
         }
     }
 }

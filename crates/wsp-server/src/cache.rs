@@ -254,7 +254,7 @@ async fn watch(
             };
         }
         for (owner, seq) in newest {
-            catch_up(&cache, store.as_ref(), &mut seen, owner, seq).await;
+            catch_up(&cache, store.as_ref(), &mut seen, &owner, seq).await;
         }
     }
 }
@@ -264,10 +264,9 @@ async fn catch_up(
     cache: &FileCache,
     store: &dyn WorkspaceStore,
     seen: &mut HashMap<Owner, u64>,
-    owner: Owner,
+    owner: &Owner,
     seq: u64,
 ) {
-    let owner = &owner;
     let Some(&from) = seen.get(owner) else {
         // The first notice of this owner: what changed before it is unknown.
         cache.forget_owner(owner);
@@ -290,7 +289,7 @@ async fn catch_up(
             }
         }
     }
-    seen.insert(owner.clone(), after.max(from));
+    seen.insert(owner.clone(), after);
 }
 
 /// The store every handler uses, forgetting a path's cached answer around each change made

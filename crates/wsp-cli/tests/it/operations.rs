@@ -70,6 +70,14 @@ fn serve(args: &[&str], envs: &[(&str, &str)]) -> Server {
     }
 }
 
+/// `wsp serve` on a free port of 127.0.0.1 over the data directory `data`, with `envs`.
+fn serve_in(data: &std::path::Path, envs: &[(&str, &str)]) -> Server {
+    serve(
+        &["--addr", "127.0.0.1:0", "--data", data.to_str().unwrap()],
+        envs,
+    )
+}
+
 /// One HTTP/1.1 request; the whole response as text.
 fn request(addr: &str, target: &str, headers: &[(&str, &str)]) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -95,15 +103,7 @@ fn header(resp: &str, name: &str) -> Option<String> {
 #[test]
 fn each_request_logs_one_access_line_with_its_id_and_never_the_key() {
     let data = tempfile::tempdir().unwrap();
-    let server = serve(
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--data",
-            data.path().to_str().unwrap(),
-        ],
-        &[],
-    );
+    let server = serve_in(data.path(), &[]);
     let auth = format!("Bearer {}", server.key);
     let mut seen = Vec::new();
 
@@ -195,15 +195,7 @@ fn a_flag_beats_its_environment_variable() {
 #[test]
 fn json_log_lines_parse_and_carry_the_request_id() {
     let data = tempfile::tempdir().unwrap();
-    let server = serve(
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--data",
-            data.path().to_str().unwrap(),
-        ],
-        &[("WSP_LOG_FORMAT", "json")],
-    );
+    let server = serve_in(data.path(), &[("WSP_LOG_FORMAT", "json")]);
     let resp = request(&server.addr, "/readyz", &[("x-request-id", "ops-json-1")]);
     assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
     let mut seen = Vec::new();
@@ -285,15 +277,7 @@ fn readyz_follows_the_postgresql_schema_version() {
 #[test]
 fn the_access_log_can_be_turned_off_alone() {
     let data = tempfile::tempdir().unwrap();
-    let server = serve(
-        &[
-            "--addr",
-            "127.0.0.1:0",
-            "--data",
-            data.path().to_str().unwrap(),
-        ],
-        &[("WSP_LOG", "info,wsp::access=off")],
-    );
+    let server = serve_in(data.path(), &[("WSP_LOG", "info,wsp::access=off")]);
     let auth = format!("Bearer {}", server.key);
     let resp = request(
         &server.addr,

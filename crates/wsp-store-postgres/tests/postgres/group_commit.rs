@@ -19,6 +19,26 @@ impl CommitObserver for Commits {
     }
 }
 
+/// Another session that holds the owner row of `tenant`/`workspace` until it rolls back.
+async fn lock_owner_elsewhere(
+    schema: &TestSchema,
+    tenant: &str,
+    workspace: &str,
+) -> tokio_postgres::Client {
+    let blocker = admin(&schema.url).await;
+    blocker.batch_execute("BEGIN").await.unwrap();
+    blocker
+        .execute(
+            &schema.sql(
+                "SELECT 1 FROM {s}.wsp_owners WHERE tenant = $1 AND workspace = $2 FOR UPDATE",
+            ),
+            &[&tenant, &workspace],
+        )
+        .await
+        .unwrap();
+    blocker
+}
+
 /// While the owner row is locked elsewhere, the first write waits inside its transaction and
 /// 63 more queue behind it. They then commit together: a stale `If-Match` is refused alone,
 /// `maxFiles` counts the batch's own creations, and each success gets its own version and
@@ -42,17 +62,7 @@ async fn writes_waiting_for_a_commit_share_the_next_and_keep_their_outcomes() {
         .unwrap();
 
     // Another session holds the owner's row: the next commit waits for it.
-    let blocker = admin(&schema.url).await;
-    blocker.batch_execute("BEGIN").await.unwrap();
-    blocker
-        .execute(
-            &schema.sql(
-                "SELECT 1 FROM {s}.wsp_owners WHERE tenant = 'a' AND workspace = 'w' FOR UPDATE",
-            ),
-            &[],
-        )
-        .await
-        .unwrap();
+    let blocker = lock_owner_elsewhere(&schema, "a", "w").await;
 
     let fresh = Precondition::IfMatch(vec![first.meta.etag.clone()]);
     let stale = Precondition::IfMatch(vec![ETag::mint(1, 99)]);
@@ -134,17 +144,7 @@ async fn one_owner_waiting_never_holds_up_another() {
             .await
             .unwrap();
     }
-    let blocker = admin(&schema.url).await;
-    blocker.batch_execute("BEGIN").await.unwrap();
-    blocker
-        .execute(
-            &schema.sql(
-                "SELECT 1 FROM {s}.wsp_owners WHERE tenant = 'a' AND workspace = 'w' FOR UPDATE",
-            ),
-            &[],
-        )
-        .await
-        .unwrap();
+    let blocker = lock_owner_elsewhere(&schema, "a", "w").await;
     let waiting = {
         let (store, a, path) = (store.clone(), a.clone(), path.clone());
         tokio::spawn(async move {

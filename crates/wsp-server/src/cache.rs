@@ -31,6 +31,8 @@ use wsp_store::{
 };
 use wsp_types::{Owner, WorkspacePath};
 
+use crate::extract::Reply;
+
 /// The cache's size when none is configured: 16 MiB of bodies.
 pub const DEFAULT_FILE_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -40,11 +42,31 @@ const SHARDS: usize = 16;
 /// Feed changes read per call while catching up after a notice.
 const FEED_PAGE: usize = 1000;
 
-/// One cached answer: the `ETag` header and the encoded `WorkspaceFile`.
+/// One `GET` answer of a file: the `ETag` header (absent only for a stored etag that is no
+/// header value) and the encoded `WorkspaceFile`.
 #[derive(Clone)]
 pub(crate) struct Entry {
-    pub(crate) etag: HeaderValue,
+    pub(crate) etag: Option<HeaderValue>,
     pub(crate) body: Bytes,
+}
+
+impl Entry {
+    /// The answer for `file`.
+    pub(crate) fn of(file: StoredFile) -> Self {
+        Self {
+            etag: HeaderValue::from_str(file.meta.etag.as_str()).ok(),
+            body: Bytes::from(crate::encode::file(file)),
+        }
+    }
+
+    /// 200 with the body and its `ETag`.
+    pub(crate) fn reply(self) -> Reply {
+        let reply = Reply::encoded(self.body);
+        match self.etag {
+            Some(etag) => reply.etag_value(etag),
+            None => reply,
+        }
+    }
 }
 
 type Shard = HashMap<Owner, HashMap<WorkspacePath, Entry>>;
@@ -341,7 +363,7 @@ mod tests {
 
     fn entry(body: &str) -> Entry {
         Entry {
-            etag: HeaderValue::from_static("\"e\""),
+            etag: Some(HeaderValue::from_static("\"e\"")),
             body: Bytes::copy_from_slice(body.as_bytes()),
         }
     }

@@ -3,9 +3,8 @@
 use std::any::Any;
 
 use axum::extract::State;
-use axum::http::{HeaderValue, Method, Uri};
+use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use serde::Deserialize;
 use wsp_store::{FileWrite, Precondition};
 use wsp_types::wire::ContentEncoding;
@@ -111,29 +110,21 @@ pub(crate) async fn read(
         return Ok(file_reply(file.or_wire(path.as_str())?));
     }
     if let Some(hit) = inner.cache.get(&auth.owner, &path) {
-        return Ok(Reply::encoded(hit.body).etag_value(hit.etag));
+        return Ok(hit.reply());
     }
     inner.cache.watch(&inner.store);
     let generation = inner.cache.generation();
     let file = inner.store.get(&auth.owner, &path, None).await;
-    let file = file.or_wire(path.as_str())?;
-    let etag = HeaderValue::from_str(file.meta.etag.as_str()).ok();
-    let body = Bytes::from(encode::file(file));
-    if let Some(etag) = etag {
-        let entry = Entry {
-            etag: etag.clone(),
-            body: body.clone(),
-        };
-        inner.cache.insert(generation, &auth.owner, &path, entry);
-        return Ok(Reply::encoded(body).etag_value(etag));
-    }
-    Ok(Reply::encoded(body))
+    let answer = Entry::of(file.or_wire(path.as_str())?);
+    inner
+        .cache
+        .insert(generation, &auth.owner, &path, answer.clone());
+    Ok(answer.reply())
 }
 
 /// A stored file with its `ETag`.
 pub(crate) fn file_reply(file: wsp_store::StoredFile) -> Reply {
-    let etag = file.meta.etag.as_str().to_owned();
-    Reply::encoded(encode::file(file)).etag(&etag)
+    Entry::of(file).reply()
 }
 
 /// The OpenAPI operation of [`history`] and the failures of its own steps.

@@ -247,15 +247,7 @@ async fn edit_and_save() {
     b.click("form[action='/console/save'] button[type=submit]")
         .await;
     assert!(at(&b, "/console/file/DIRECTIVES.md").await);
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/DIRECTIVES.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "DIRECTIVES.md").await;
     assert_eq!(
         now["content"],
         "# Directives\n\n- be brief\n- cite sources\n"
@@ -325,15 +317,7 @@ async fn a_concurrent_write_mid_edit_is_shown_as_a_diff_and_merged() {
     b.click("form[action='/console/save'] button[type=submit]")
         .await;
     assert!(at(&b, "/console/file/knowledge/faq.md").await);
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/knowledge/faq.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "knowledge/faq.md").await;
     assert_eq!(
         now["content"],
         "# FAQ\n\nQ1 answered by the agent\nQ2\nQ3 from me\n"
@@ -386,15 +370,7 @@ async fn history_diff_and_restore() {
     b.goto(&host.url("/console/history/MEMORY.md")).await;
     b.click("button[aria-label='Restore version 2']").await;
     assert!(at(&b, "/console/file/MEMORY.md").await);
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/MEMORY.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "MEMORY.md").await;
     assert_eq!(now["content"], "- likes tea\n- allergic to nuts\n");
     assert_eq!(now["version"], 4);
     b.quit().await;
@@ -495,15 +471,7 @@ async fn a_read_only_key_cannot_edit_and_a_forged_post_is_refused() {
         )
         .await
     );
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/AGENTS.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "AGENTS.md").await;
     assert_eq!(
         (now["content"].as_str(), now["version"].as_u64()),
         (Some("# Rules\n"), Some(1))

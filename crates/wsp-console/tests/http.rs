@@ -300,15 +300,7 @@ async fn forged_posts_are_refused_and_change_nothing() {
     assert_eq!(delete.status, 403);
     let signout = v.post("/console/sign-out", &[("csrf", "x")]).await;
     assert_eq!(signout.status, 403);
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/a.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "a.md").await;
     assert_eq!(now["content"], "original");
     assert_eq!(now["version"], 1);
     // The same form from the console's own page is taken.
@@ -351,15 +343,7 @@ async fn a_read_only_key_gets_a_read_only_console() {
         )
         .await;
     assert_eq!(delete.status, 403);
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/notes/a.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "notes/a.md").await;
     assert_eq!(now["version"], 1);
 }
 
@@ -456,15 +440,7 @@ async fn a_conflicting_save_shows_the_other_change_and_the_merge_saves() {
         (saved.status, saved.location()),
         (303, "/console/file/plan.md")
     );
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/plan.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "plan.md").await;
     assert_eq!(now["content"], "one\nTWO by bob\nthree\nfour by me\n");
     assert_eq!(now["version"], 3);
     // Creating over an existing file is a conflict too, never an overwrite.
@@ -527,15 +503,7 @@ async fn a_file_deleted_while_edited_is_saved_again_only_when_asked() {
         )
         .await;
     assert_eq!(saved.status, 303);
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/gone.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "gone.md").await;
     assert_eq!(
         (now["content"].as_str(), now["version"].as_u64()),
         (Some("mine\n"), Some(1))
@@ -570,15 +538,7 @@ async fn history_diffs_two_versions_and_restores_one() {
         )
         .await;
     assert_eq!(restored.status, 303, "{}", restored.body);
-    let (_, now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/m.md",
-            &host.key_a,
-            &[],
-            None,
-        )
-        .await;
+    let now = host.get(&host.key_a, "m.md").await;
     assert_eq!(
         (now["content"].as_str(), now["version"].as_u64()),
         (Some("alpha\n"), Some(4))
@@ -830,15 +790,7 @@ async fn tenant_a_reaches_nothing_of_tenant_b_through_any_console_url() {
         assert!(page.status >= 400, "{url}: {}", page.status);
         assert!(!page.body.contains(SECRET), "{url} shows B's data");
     }
-    let (_, b_now) = host
-        .api(
-            "GET",
-            "/v1/host/workspace/files/private/b.md",
-            &host.key_b,
-            &[],
-            None,
-        )
-        .await;
+    let b_now = host.get(&host.key_b, "private/b.md").await;
     assert_eq!(b_now["version"], 2, "B's file is untouched");
     let (status, _) = host
         .api(

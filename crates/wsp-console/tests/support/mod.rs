@@ -180,6 +180,13 @@ impl Host {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// Reads the live file at `path` with `key`; answers the JSON of the API's answer (the
+    /// error envelope when there is no such file).
+    pub async fn get(&self, key: &str, path: &str) -> Value {
+        let file = format!("/v1/host/workspace/files/{path}");
+        self.api("GET", &file, key, &[], None).await.1
+    }
+
     /// Writes `content` at `path` with `key` (no precondition); answers the stored file.
     pub async fn put(&self, key: &str, path: &str, content: &str) -> Value {
         let (status, body) = self

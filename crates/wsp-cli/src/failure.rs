@@ -311,7 +311,10 @@ impl Failure {
             if let Some(details) = &self.details {
                 object.insert("details".into(), Value::Object(details.clone()));
             }
-            crate::out::errln!("{}", Value::Object(object));
+            crate::out::errln!(
+                "{}",
+                crate::out::json_safe(Value::Object(object).to_string())
+            );
         } else {
             crate::out::errln!("error: {message}");
         }

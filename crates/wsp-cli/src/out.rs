@@ -102,9 +102,35 @@ pub fn raw(bytes: &[u8]) -> Result<(), Failure> {
     write_stdout(bytes)
 }
 
-/// Prints `value` as pretty JSON and a line feed (JSON escapes control characters itself).
+/// `text`, JSON, with DEL and the C1 controls written `\u00XX`: JSON escapes the C0 controls
+/// itself but leaves these as they are, and they can only stand inside strings, where the
+/// escape means the same character. Valid JSON holding no control character.
+pub fn json_safe(text: String) -> String {
+    if !text.chars().any(|c| ('\u{7f}'..='\u{9f}').contains(&c)) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Prints `value` as pretty JSON and a line feed, with no control character in it
+/// ([`json_safe`]).
 pub fn json(value: &impl serde::Serialize) -> Result<(), Failure> {
-    let mut text = serde_json::to_string_pretty(value)?;
+    let mut text = json_safe(serde_json::to_string_pretty(value)?);
+    text.push('\n');
+    write_stdout(text.as_bytes())
+}
+
+/// Prints `value` as JSON on one line, with no control character in it ([`json_safe`]).
+pub fn json_line(value: &impl serde::Serialize) -> Result<(), Failure> {
+    let mut text = json_safe(serde_json::to_string(value)?);
     text.push('\n');
     write_stdout(text.as_bytes())
 }
@@ -152,7 +178,16 @@ pub(crate) use {errln, out, outln};
 
 #[cfg(test)]
 mod tests {
-    use super::escape_controls;
+    use super::{escape_controls, json_safe};
+
+    #[test]
+    fn json_carries_no_control_character() {
+        let value = serde_json::json!({ "m": "a\u{1b}b\u{7f}c\u{9b}d é" });
+        let text = json_safe(serde_json::to_string(&value).unwrap());
+        assert_eq!(text, r#"{"m":"a\u001bb\u007fc\u009bd é"}"#);
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, value);
+    }
 
     #[test]
     fn control_characters_are_spelt_out() {

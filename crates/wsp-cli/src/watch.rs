@@ -91,7 +91,7 @@ async fn print_until_lost(
         match stream.next().await {
             Some(Ok(FeedItem::Updated(e))) => {
                 let line = if json {
-                    serde_json::to_string(&e)?
+                    crate::out::json_safe(serde_json::to_string(&e)?)
                 } else {
                     format!(
                         "{}\t{}\tv{}",

@@ -228,7 +228,7 @@ fn control_characters_never_reach_the_terminal() {
         }
         support::json_answer(
             404,
-            r#"{"error":"not_found","message":"gone \u001b]0;owned\u0007\u001b[2J"}"#,
+            "{\"error\":\"not_found\",\"message\":\"gone \\u001b]0;owned\\u0007\\u001b[2J \u{9b}1m\"}",
         )
     });
     let out = wsp(
@@ -238,9 +238,30 @@ fn control_characters_never_reach_the_terminal() {
     );
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("gone \\x1b]0;owned\\x07\\x1b[2J"), "{err:?}");
-    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(
+        err.contains("gone \\x1b]0;owned\\x07\\x1b[2J \\u{9b}1m"),
+        "{err:?}"
+    );
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{9b}'),
+        "{err:?}"
+    );
     assert_eq!(err.lines().count(), 1, "{err:?}");
+    // With --json: still one valid JSON object, holding the same text, and no control character.
+    let out = wsp(
+        &[
+            "files", "get", "x.md", "--url", &host, "--key", "k", "--json",
+        ],
+        &[],
+        None,
+    );
+    let err = stderr(&out);
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+    assert_eq!(
+        v["message"],
+        "not_found (HTTP 404): gone \u{1b}]0;owned\u{7}\u{1b}[2J \u{9b}1m"
+    );
 }
 
 /// An answer larger than the host's advertised `maxFileBytes` allows fails clearly, without

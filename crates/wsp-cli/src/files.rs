@@ -420,7 +420,11 @@ async fn put(
             options.content_type.get_or_insert(kind.media_type);
             // A large file takes its time: 30 s, and a second more per MiB.
             let timeout = Duration::from_secs(30 + local.size() / (1024 * 1024));
-            let (client, _) = connect(remote.timeout(Some(timeout))).await?;
+            let client = remote
+                .timeout(Some(timeout))
+                .max_response_bytes(client.max_response_bytes())
+                .build()
+                .map_err(Failure::remote)?;
             client
                 .put_file(path, &local, binary || kind.bytes, options)
                 .await

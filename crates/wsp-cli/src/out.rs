@@ -128,13 +128,6 @@ pub fn json(value: &impl serde::Serialize) -> Result<(), Failure> {
     write_stdout(text.as_bytes())
 }
 
-/// Prints `value` as JSON on one line, with no control character in it ([`json_safe`]).
-pub fn json_line(value: &impl serde::Serialize) -> Result<(), Failure> {
-    let mut text = json_safe(serde_json::to_string(value)?);
-    text.push('\n');
-    write_stdout(text.as_bytes())
-}
-
 /// Writes one line on standard error, every control character escaped (line feeds inside it
 /// too). A standard error that cannot be written to is ignored: there is nowhere left to say so.
 pub fn err_line(args: std::fmt::Arguments<'_>) {

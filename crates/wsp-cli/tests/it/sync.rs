@@ -687,6 +687,47 @@ fn mass_deletion_is_confirmed_first() {
     );
     assert!(!copy.join("f00.md").exists());
 
+    // At a terminal, the question is asked and only a yes deletes.
+    let at_terminal = |answer: &str| {
+        use std::io::Write as _;
+        use std::process::{Command, Stdio};
+        let (mut controller, terminal) = support::pty();
+        let input = std::fs::File::open(&terminal).unwrap();
+        controller.write_all(answer.as_bytes()).unwrap();
+        let out = Command::new(support::WSP)
+            .args(["files", "push", src_arg, "--delete"])
+            .env("WSP_URL", &server.url)
+            .env("WSP_API_KEY", server.key())
+            .stdin(Stdio::from(input))
+            .output()
+            .unwrap();
+        drop(controller);
+        out
+    };
+    let no = at_terminal("n\n");
+    assert_eq!(no.status.code(), Some(2), "{}", err(&no));
+    assert!(
+        err(&no).contains("delete these 30 remote files? [y/N]"),
+        "{}",
+        err(&no)
+    );
+    assert!(
+        err(&no).contains("not confirmed; nothing was changed"),
+        "{}",
+        err(&no)
+    );
+    assert_eq!(server.remote_paths("").len(), 30);
+    let asked = at_terminal("y\n");
+    assert!(asked.status.success(), "{}", err(&asked));
+    assert!(server.remote_paths("").is_empty());
+    for i in 0..30 {
+        write(&src, &format!("f{i:02}.md"), "x");
+    }
+    assert!(server.files(&["push", src_arg]).status.success());
+    for i in 0..30 {
+        std::fs::remove_file(src.join(format!("f{i:02}.md"))).unwrap();
+    }
+
     let yes = server.files(&["push", src_arg, "--delete", "--yes"]);
     assert!(yes.status.success(), "{}", err(&yes));
     assert_eq!(

@@ -21,6 +21,7 @@ use crate::CliError;
 use crate::config::FileConfig;
 use crate::failure::Failure;
 use crate::location::{StoreLocation, unusable_postgres};
+use crate::out::outln;
 
 /// The approvals file inside a data directory.
 pub fn approvals_file(data: &Path) -> PathBuf {
@@ -154,13 +155,16 @@ pub struct ListApprovalsArgs {
     json: bool,
 }
 
-fn client(http: &HttpArgs) -> Result<Client, Failure> {
-    (http.tls.client(&http.url, http.key.as_deref())?.build()).map_err(Failure::remote)
+async fn client(http: &HttpArgs) -> Result<Client, Failure> {
+    Ok(
+        crate::files::connect(http.tls.client(&http.url, http.key.as_deref())?)
+            .await?
+            .0,
+    )
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
+    crate::out::json(value)
 }
 
 /// The `[agents]` section of `config`, refused when the file has none.
@@ -194,35 +198,44 @@ pub async fn run(cmd: AgentsCommand) -> Result<(), Failure> {
 async fn run_with(cmd: AgentsCommand) -> Result<(), Failure> {
     match cmd {
         AgentsCommand::Ls(http) => {
-            let list = client(&http)?.agents().await.map_err(Failure::remote)?;
+            let list = client(&http)
+                .await?
+                .agents()
+                .await
+                .map_err(Failure::remote)?;
             if http.json {
                 return print_json(&list);
             }
-            println!("AGENT\tPACK\tVERSION\tMODEL CLASS\tPERSONA");
+            outln!("AGENT\tPACK\tVERSION\tMODEL CLASS\tPERSONA")?;
             for a in &list.agents {
-                println!(
+                outln!(
                     "{}\t{}\t{}\t{}\t{}",
-                    a.agent_id, a.pack_name, a.pack_version, a.model_class, a.persona
-                );
+                    a.agent_id,
+                    a.pack_name,
+                    a.pack_version,
+                    a.model_class,
+                    a.persona
+                )?;
             }
         }
         AgentsCommand::Get { http, agent_id } => {
-            let a = client(&http)?
+            let a = client(&http)
+                .await?
                 .agent(&agent_id)
                 .await
                 .map_err(Failure::remote)?;
             if http.json {
                 return print_json(&a);
             }
-            println!("agent:       {}", a.agent_id);
-            println!("persona:     {}", a.persona);
-            println!("label:       {}", a.label);
-            println!("model class: {}", a.model_class);
-            println!("pack:        {} {}", a.pack_name, a.pack_version);
-            println!("tools:       {}", a.tool_allowlist.join(", "));
-            println!("hand-offs:   {}", a.has_handoff_schemas);
+            outln!("agent:       {}", a.agent_id)?;
+            outln!("persona:     {}", a.persona)?;
+            outln!("label:       {}", a.label)?;
+            outln!("model class: {}", a.model_class)?;
+            outln!("pack:        {} {}", a.pack_name, a.pack_version)?;
+            outln!("tools:       {}", a.tool_allowlist.join(", "))?;
+            outln!("hand-offs:   {}", a.has_handoff_schemas)?;
             if let Some(d) = &a.description {
-                println!("description: {d}");
+                outln!("description: {d}")?;
             }
         }
         AgentsCommand::Publish {
@@ -240,19 +253,20 @@ async fn run_with(cmd: AgentsCommand) -> Result<(), Failure> {
                 target_agent_id,
                 target_path: target_path.as_deref().map(parse).transpose()?,
             };
-            let done = client(&http)?
+            let done = client(&http)
+                .await?
                 .publish(&request, None)
                 .await
                 .map_err(Failure::remote)?;
             if http.json {
                 return print_json(&done);
             }
-            println!(
+            outln!(
                 "published {path} to {} as {}\tv{}",
                 done.target_agent_id,
                 done.path.as_str(),
                 done.version
-            );
+            )?;
         }
         AgentsCommand::Approve(a) => {
             let owner = owner(&a)?;
@@ -260,15 +274,17 @@ async fn run_with(cmd: AgentsCommand) -> Result<(), Failure> {
             let store = open_or_create_approvals(&a.location).await?;
             for pack in &a.packs {
                 if store.approve(&owner, pack).await? {
-                    println!(
+                    outln!(
                         "approved pack {pack} for tenant {} workspace {}",
-                        owner.tenant, owner.workspace
-                    );
+                        owner.tenant,
+                        owner.workspace
+                    )?;
                 } else {
-                    println!(
+                    outln!(
                         "pack {pack} was already approved for tenant {} workspace {}",
-                        owner.tenant, owner.workspace
-                    );
+                        owner.tenant,
+                        owner.workspace
+                    )?;
                 }
             }
         }
@@ -303,10 +319,11 @@ async fn run_with(cmd: AgentsCommand) -> Result<(), Failure> {
                         ))
                         .into());
                     }
-                    (true, None) => println!(
+                    (true, None) => outln!(
                         "revoked pack {pack} for tenant {} workspace {}",
-                        owner.tenant, owner.workspace
-                    ),
+                        owner.tenant,
+                        owner.workspace
+                    )?,
                     (false, None) => {
                         return Err(CliError(format!(
                             "no stored approval of pack {pack} for tenant {} workspace {} in {}",
@@ -348,9 +365,9 @@ async fn run_with(cmd: AgentsCommand) -> Result<(), Failure> {
                     .collect();
                 return print_json(&out);
             }
-            println!("TENANT\tWORKSPACE\tPACK\tSOURCE");
+            outln!("TENANT\tWORKSPACE\tPACK\tSOURCE")?;
             for (o, pack, source) in rows {
-                println!("{}\t{}\t{pack}\t{source}", o.tenant, o.workspace);
+                outln!("{}\t{}\t{pack}\t{source}", o.tenant, o.workspace)?;
             }
         }
     }

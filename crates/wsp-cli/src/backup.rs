@@ -9,7 +9,9 @@ use wsp_store_sqlite::backup::{
 };
 
 use crate::CliError;
+use crate::failure::Failure;
 use crate::location::prepare_data_dir;
+use crate::out::outln;
 
 /// `wsp backup --data DIR OUT`.
 #[derive(Debug, Args)]
@@ -54,19 +56,20 @@ fn holds_wsp_data(files: &[&str]) -> bool {
 }
 
 /// Runs `wsp backup`.
-pub async fn backup(args: BackupArgs) -> Result<(), CliError> {
+pub async fn backup(args: BackupArgs) -> Result<(), Failure> {
     tokio::task::spawn_blocking(move || backup_blocking(&args))
         .await
         .map_err(|e| CliError(e.to_string()))?
 }
 
-fn backup_blocking(args: &BackupArgs) -> Result<(), CliError> {
+fn backup_blocking(args: &BackupArgs) -> Result<(), Failure> {
     let files = present(&args.data);
     if !holds_wsp_data(&files) {
         return Err(CliError(format!(
             "{} holds no wsp data (no wsp.sqlite3 or keys.sqlite3)",
             args.data.display()
-        )));
+        ))
+        .into());
     }
     if args.out.exists() {
         let mut entries = std::fs::read_dir(&args.out)
@@ -75,21 +78,22 @@ fn backup_blocking(args: &BackupArgs) -> Result<(), CliError> {
             return Err(CliError(format!(
                 "{} exists and is not empty; a backup goes to a new or empty directory",
                 args.out.display()
-            )));
+            ))
+            .into());
         }
     }
     create_private_dir(&args.out)?;
     for name in &files {
         backup_file(&args.data.join(name), &args.out.join(name)).map_err(error)?;
-        println!("{name}\tbacked up");
+        outln!("{name}\tbacked up")?;
     }
     sync_dir(&args.out).map_err(error)?;
-    println!(
+    outln!(
         "backup of {} written to {} ({} files)",
         args.data.display(),
         args.out.display(),
         files.len()
-    );
+    )?;
     Ok(())
 }
 
@@ -111,23 +115,24 @@ fn create_private_dir(dir: &Path) -> Result<(), CliError> {
 }
 
 /// Runs `wsp restore`.
-pub async fn restore(args: RestoreArgs) -> Result<(), CliError> {
+pub async fn restore(args: RestoreArgs) -> Result<(), Failure> {
     tokio::task::spawn_blocking(move || restore_blocking(&args))
         .await
         .map_err(|e| CliError(e.to_string()))?
 }
 
-fn restore_blocking(args: &RestoreArgs) -> Result<(), CliError> {
+fn restore_blocking(args: &RestoreArgs) -> Result<(), Failure> {
     let files = present(&args.backup);
     if !holds_wsp_data(&files) {
         return Err(CliError(format!(
             "{} is not a wsp backup (no wsp.sqlite3 or keys.sqlite3)",
             args.backup.display()
-        )));
+        ))
+        .into());
     }
     for name in &files {
         check_file(&args.backup.join(name)).map_err(error)?;
-        println!("{name}\tchecked");
+        outln!("{name}\tchecked")?;
     }
     prepare_data_dir(&args.data)?;
     let existing = present(&args.data);
@@ -136,7 +141,8 @@ fn restore_blocking(args: &RestoreArgs) -> Result<(), CliError> {
             return Err(CliError(format!(
                 "{} is open in another process (a running wsp serve?); stop it first",
                 args.data.join(name).display()
-            )));
+            ))
+            .into());
         }
     }
     if !existing.is_empty() && !args.force {
@@ -144,7 +150,8 @@ fn restore_blocking(args: &RestoreArgs) -> Result<(), CliError> {
             "{} already holds a store ({}); pass --force to replace it",
             args.data.display(),
             existing.join(", ")
-        )));
+        ))
+        .into());
     }
     // First every file becomes a checked copy beside its place, touching nothing of the old
     // store; only then does each copy replace its file, with the WAL or shared-memory file the
@@ -168,17 +175,17 @@ fn restore_blocking(args: &RestoreArgs) -> Result<(), CliError> {
                 std::fs::rename(temp, &place).map_err(|e| {
                     CliError(format!("cannot put {} in place: {e}", place.display()))
                 })?;
-                println!("{name}\trestored");
+                outln!("{name}\trestored")?;
             }
             None => remove_if_present(&place)?,
         }
     }
     sync_dir(&args.data).map_err(error)?;
-    println!(
+    outln!(
         "restored {} into {}",
         args.backup.display(),
         args.data.display()
-    );
+    )?;
     Ok(())
 }
 

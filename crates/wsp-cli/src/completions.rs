@@ -7,6 +7,8 @@ use clap::{Args, CommandFactory as _};
 use clap_complete::Shell;
 
 use crate::CliError;
+use crate::failure::Failure;
+use crate::out::outln;
 
 /// `wsp completions`'s arguments.
 #[derive(Debug, Args)]
@@ -32,23 +34,23 @@ pub struct ManArgs {
 }
 
 /// Prints the completion script of `args.shell` on standard output.
-pub fn completions(args: &CompletionsArgs) -> Result<(), CliError> {
+pub fn completions(args: &CompletionsArgs) -> Result<(), Failure> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut crate::Cli::command(), "wsp", &mut script);
-    std::io::Write::write_all(&mut std::io::stdout().lock(), &script)?;
+    crate::out::raw(&script)?;
     Ok(())
 }
 
 /// Writes `wsp.1` and one page per subcommand (`wsp-files-watch.1`, ...) into `args.out`, and
 /// prints how many.
-pub fn man(args: &ManArgs) -> Result<(), CliError> {
+pub fn man(args: &ManArgs) -> Result<(), Failure> {
     let cannot =
         |e: std::io::Error| CliError(format!("cannot write to {}: {e}", args.out.display()));
     std::fs::create_dir_all(&args.out).map_err(cannot)?;
     let command = crate::Cli::command();
     let pages = pages(&command);
     clap_mangen::generate_to(command, &args.out).map_err(cannot)?;
-    println!("wrote {pages} man pages to {}", args.out.display());
+    outln!("wrote {pages} man pages to {}", args.out.display())?;
     Ok(())
 }
 

@@ -12,6 +12,7 @@ use wsp_types::{ErrorCode, WorkspacePath, WorkspacePrefix};
 
 use crate::CliError;
 use crate::failure::Failure;
+use crate::out::{errln, out, outln};
 
 #[derive(Debug, Args)]
 pub struct ContextArgs {
@@ -204,8 +205,8 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
             .map_err(|e| CliError(e.to_string()))?;
         return print_rendered(&ctx, args.json);
     }
-    let client =
-        (args.tls.client(&args.url, args.key.as_deref())?.build()).map_err(Failure::remote)?;
+    let (client, _) =
+        crate::files::connect(args.tls.client(&args.url, args.key.as_deref())?).await?;
     if let Some(id) = &args.run {
         check_run_is_running(&client, id).await?;
     }
@@ -237,11 +238,11 @@ async fn render(args: RenderArgs) -> Result<(), Failure> {
 /// The text (or, with `--json`, the report) on standard output, the summary on standard error.
 fn print_rendered(ctx: &wsp_context::RenderedContext, json: bool) -> Result<(), Failure> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&ctx.report)?);
+        outln!("{}", serde_json::to_string_pretty(&ctx.report)?)?;
     } else {
-        print!("{}", ctx.text);
+        out!("{}", ctx.text)?;
     }
-    eprintln!("{}", ctx.report.summary());
+    errln!("{}", ctx.report.summary());
     Ok(())
 }
 

@@ -1,12 +1,16 @@
 //! How a failed `wsp` command reports: one line on standard error (`error: ...`), or, when the
 //! command line asks for `--json`, one JSON object on standard error,
-//! `{"error": CODE, "message": TEXT, "status"?: HTTP, "details"?: {...}}`.
+//! `{"error": CODE, "message": TEXT, "status"?: HTTP, "details"?: {...}}`; and the exit status
+//! a script branches on ([`Exit`], the same for every command).
 //!
 //! `CODE` is the host's wire code when the host answered with an error envelope; otherwise one of
 //! `connection_refused`, `name_not_resolved`, `tls_failed`, `certificate_refused`, `timed_out`,
 //! `connection_closed`, `transport_failed` (no answer), `unexpected_response` (an answer that
-//! is not what the wire promises), `invalid_argument` (refused before sending), `usage` (the
-//! command line itself, exit status 2) or `failed` (anything else).
+//! is not what the wire promises), `response_too_large` (an answer over the client's bound),
+//! `workspace_too_large` (also when `wsp` refuses a file over the host's `maxFileBytes` before
+//! sending it), `invalid_argument` (refused before sending), `conflict` (a push or pull that
+//! left conflicts), `confirmation_required`, `interrupted`, `usage` (the command line itself)
+//! or `failed` (anything else).
 
 use std::borrow::Cow;
 use std::process::ExitCode;
@@ -16,6 +20,86 @@ use wsp_client::{Error, TransportCause};
 
 use crate::CliError;
 
+/// The exit status of a command, by what went wrong; documented in `wsp --help` ([`EXIT_HELP`])
+/// and the README. Success is 0, and so is a standard output closed by its reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 1: anything below does not name (a server error, a local file, an answer `wsp` cannot
+    /// read).
+    Failed,
+    /// 2: the command line, or input refused as invalid before sending or by the host (400,
+    /// 415).
+    Usage,
+    /// 3: no key, or the key was refused (401).
+    Unauthenticated,
+    /// 4: the key lacks the scope (403).
+    Forbidden,
+    /// 5: no such file, run or agent (404).
+    NotFound,
+    /// 6: a conflict (409, 412), or a push or pull that left conflicts.
+    Conflict,
+    /// 7: too large: over the host's `maxFileBytes` (checked before sending) or its request
+    /// limit (413), or an answer over the client's bound.
+    TooLarge,
+    /// 8: no answer: connection refused, name not resolved, TLS or certificate refused, timed
+    /// out, connection closed.
+    Unreachable,
+    /// 9: the host is busy: try again later (429, 503).
+    Busy,
+    /// 130: interrupted (Ctrl-C); a push or pull saved what it did.
+    Interrupted,
+    /// 0: standard output was closed by its reader (`| head`); nothing is reported.
+    ClosedPipe,
+}
+
+impl Exit {
+    /// The status number.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::ClosedPipe => 0,
+            Self::Failed => 1,
+            Self::Usage => 2,
+            Self::Unauthenticated => 3,
+            Self::Forbidden => 4,
+            Self::NotFound => 5,
+            Self::Conflict => 6,
+            Self::TooLarge => 7,
+            Self::Unreachable => 8,
+            Self::Busy => 9,
+            Self::Interrupted => 130,
+        }
+    }
+
+    /// The status of an HTTP error answer.
+    fn of_status(status: u16) -> Self {
+        match status {
+            400 | 415 | 422 => Self::Usage,
+            401 => Self::Unauthenticated,
+            403 => Self::Forbidden,
+            404 | 410 => Self::NotFound,
+            409 | 412 => Self::Conflict,
+            413 => Self::TooLarge,
+            429 | 503 => Self::Busy,
+            _ => Self::Failed,
+        }
+    }
+}
+
+/// The exit statuses, as `wsp --help` ends (the README's table says the same).
+pub const EXIT_HELP: &str = "Exit status:
+  0    success (also when the reader of standard output closes it early, as head does)
+  1    failure not named below (a server error, a local file, an answer wsp cannot read)
+  2    usage: the command line, or input refused as invalid (before sending, or HTTP 400/415)
+  3    unauthenticated: no API key, or the key was refused (HTTP 401)
+  4    forbidden: the key lacks the scope (HTTP 403)
+  5    not found (HTTP 404)
+  6    conflict (HTTP 409), or a push or pull that left conflicts
+  7    too large: over the host's maxFileBytes or request limit (HTTP 413)
+  8    unreachable: no answer (refused, name, TLS, certificate, timeout, closed)
+  9    busy: try again later (HTTP 429, 503)
+  130  interrupted (Ctrl-C); push and pull save what they did first
+`wsp conformance` has its own: 0 all passed, 1 a scenario failed, 2 the run could not start.";
+
 /// A failed command, with what `--json` reports besides the message.
 #[derive(Debug)]
 pub struct Failure {
@@ -23,6 +107,7 @@ pub struct Failure {
     message: String,
     status: Option<u16>,
     details: Option<Map<String, Value>>,
+    exit: Exit,
 }
 
 impl std::fmt::Display for Failure {
@@ -44,19 +129,68 @@ impl<E: std::error::Error> From<E> for Failure {
 }
 
 impl Failure {
-    fn local(message: String) -> Self {
+    fn new(code: &'static str, message: String, exit: Exit) -> Self {
         Self {
-            code: Cow::Borrowed("failed"),
+            code: Cow::Borrowed(code),
             message,
             status: None,
             details: None,
+            exit,
         }
+    }
+
+    fn local(message: String) -> Self {
+        Self::new("failed", message, Exit::Failed)
+    }
+
+    /// Input `wsp` refuses before sending anything (`invalid_argument`, exit status 2).
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new("invalid_argument", message.into(), Exit::Usage)
+    }
+
+    /// Something named on the command line that does not exist (`not_found`, exit status 5).
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new("not_found", message.into(), Exit::NotFound)
+    }
+
+    /// A push or pull that left conflicts (`conflict`, exit status 6).
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new("conflict", message.into(), Exit::Conflict)
+    }
+
+    /// A file over the host's `maxFileBytes`, refused before sending (`workspace_too_large`
+    /// with the host's `details`, exit status 7).
+    pub fn too_large(message: impl Into<String>, size: u64, max: u64) -> Self {
+        let mut details = Map::new();
+        details.insert("limit".into(), Value::from("maxFileBytes"));
+        details.insert("max".into(), Value::from(max));
+        details.insert("size".into(), Value::from(size));
+        Self {
+            details: Some(details),
+            ..Self::new("workspace_too_large", message.into(), Exit::TooLarge)
+        }
+    }
+
+    /// A change that needs a yes the command did not get (`confirmation_required`, exit
+    /// status 2: the command line lacks `--yes`).
+    pub fn confirmation_required(message: impl Into<String>) -> Self {
+        Self::new("confirmation_required", message.into(), Exit::Usage)
+    }
+
+    /// Stopped by Ctrl-C (`interrupted`, exit status 130).
+    pub fn interrupted(message: impl Into<String>) -> Self {
+        Self::new("interrupted", message.into(), Exit::Interrupted)
+    }
+
+    /// Standard output was closed by its reader: the command ends quietly, with status 0.
+    pub fn closed_pipe() -> Self {
+        Self::new("closed_pipe", String::new(), Exit::ClosedPipe)
     }
 
     /// What the client's error `e` says to a person: the host's envelope, or why there was no
     /// answer, naming the host (never the URL's user or password).
     pub fn remote(e: Error) -> Self {
-        let (code, message, status, details): (&'static str, String, _, _) = match e {
+        let (code, message, status, exit): (&'static str, String, _, _) = match e {
             Error::Api(api) => {
                 let extra = api
                     .details
@@ -65,12 +199,16 @@ impl Failure {
                     .unwrap_or_default();
                 return Self {
                     message: format!(
-                        "{} (HTTP {}): {}{extra}",
-                        api.error, api.status, api.message
+                        "{} (HTTP {}): {}{extra}{}",
+                        api.error,
+                        api.status,
+                        api.message,
+                        limit_named(&api)
                     ),
                     code: Cow::Owned(api.error),
                     status: Some(api.status),
                     details: api.details,
+                    exit: Exit::of_status(api.status),
                 };
             }
             Error::Transport(ref inner) => {
@@ -94,32 +232,45 @@ impl Failure {
                     code,
                     format!("cannot reach {host}: {cause}{hint}"),
                     None,
-                    None,
+                    Exit::Unreachable,
                 )
             }
-            Error::Certificate { ref source, .. } => (
-                "certificate_refused",
-                format!(
-                    "cannot reach {}: {e} (for a private CA, pass its certificate with \
-                     --cacert FILE or WSP_CACERT)",
-                    host_of(source.url())
-                ),
-                None,
-                None,
+            Error::Certificate {
+                ref source,
+                extra_ca,
+                ..
+            } => {
+                let hint = if extra_ca {
+                    "neither the CA certificates of --cacert (WSP_CACERT) nor the system's \
+                     signed it for this name: check that the file holds the CA that signed the \
+                     host's certificate, and that the URL names a host the certificate covers"
+                } else {
+                    "for a private CA, pass its certificate with --cacert FILE or WSP_CACERT"
+                };
+                (
+                    "certificate_refused",
+                    format!("cannot reach {}: {e} ({hint})", host_of(source.url())),
+                    None,
+                    Exit::Unreachable,
+                )
+            }
+            Error::UnexpectedBody { status, .. } => (
+                "unexpected_response",
+                e.to_string(),
+                Some(status),
+                Exit::Failed,
             ),
-            Error::UnexpectedBody { status, .. } => {
-                ("unexpected_response", e.to_string(), Some(status), None)
+            Error::ResponseTooLarge { .. } => {
+                ("response_too_large", e.to_string(), None, Exit::TooLarge)
             }
             Error::InvalidBaseUrl(_) | Error::InvalidArgument(_) => {
-                ("invalid_argument", e.to_string(), None, None)
+                ("invalid_argument", e.to_string(), None, Exit::Usage)
             }
-            _ => ("client_error", e.to_string(), None, None),
+            _ => ("client_error", e.to_string(), None, Exit::Failed),
         };
         Self {
-            code: Cow::Borrowed(code),
-            message,
             status,
-            details,
+            ..Self::new(code, message, exit)
         }
     }
 
@@ -143,23 +294,70 @@ impl Failure {
         &self.message
     }
 
-    /// Prints the failure on standard error: `error: MESSAGE`, or the JSON object.
-    pub fn report(&self, json: bool) {
-        if !json {
-            eprintln!("error: {}", self.message);
-            return;
+    /// Prints the failure on standard error (`error: MESSAGE`, or the JSON object; nothing for
+    /// a closed standard output) and returns the exit status.
+    pub fn report(&self, json: bool) -> ExitCode {
+        if self.exit == Exit::ClosedPipe {
+            return ExitCode::SUCCESS;
         }
-        let mut object = Map::new();
-        object.insert("error".into(), Value::from(self.code.as_ref()));
-        object.insert("message".into(), Value::from(self.message.as_str()));
-        if let Some(status) = self.status {
-            object.insert("status".into(), Value::from(status));
+        let message = without_repeats(&self.message);
+        if json {
+            let mut object = Map::new();
+            object.insert("error".into(), Value::from(self.code.as_ref()));
+            object.insert("message".into(), Value::from(message));
+            if let Some(status) = self.status {
+                object.insert("status".into(), Value::from(status));
+            }
+            if let Some(details) = &self.details {
+                object.insert("details".into(), Value::Object(details.clone()));
+            }
+            crate::out::errln!(
+                "{}",
+                crate::out::json_safe(Value::Object(object).to_string())
+            );
+        } else {
+            crate::out::errln!("error: {message}");
         }
-        if let Some(details) = &self.details {
-            object.insert("details".into(), Value::Object(details.clone()));
-        }
-        eprintln!("{}", Value::Object(object));
+        ExitCode::from(self.exit.code())
     }
+}
+
+/// For a 413, which limit applied, in words: the host's `details.limit` is `maxFileBytes` (the
+/// file) or `requestBody` (the whole request, the file as JSON or base64 included).
+fn limit_named(api: &wsp_client::ApiError) -> String {
+    if api.status != 413 {
+        return String::new();
+    }
+    let max = api
+        .detail("max")
+        .and_then(Value::as_u64)
+        .map(|n| format!(" of {n} bytes"))
+        .unwrap_or_default();
+    match api.detail("limit").and_then(Value::as_str) {
+        Some("maxFileBytes") => format!("; the host's file size limit (maxFileBytes){max} applies"),
+        Some("requestBody") => format!(
+            "; the host's request body limit{max} applies: the file as sent (JSON-escaped or \
+             base64) is larger than the file"
+        ),
+        _ => String::new(),
+    }
+}
+
+/// `message` with each `: `-separated part dropped when the part after it starts with it, so
+/// that a cause wrapped in its own context (`cannot connect: cannot connect for x (why)`) is
+/// said once.
+fn without_repeats(message: &str) -> String {
+    let parts: Vec<&str> = message.split(": ").collect();
+    let mut kept: Vec<&str> = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        let repeated = parts
+            .get(i + 1)
+            .is_some_and(|next| !part.is_empty() && next.starts_with(part));
+        if !repeated {
+            kept.push(part);
+        }
+    }
+    kept.join(": ")
 }
 
 /// `HOST:PORT` of `url`, for messages: never its user, password, path or query.
@@ -207,19 +405,41 @@ pub fn usage(e: clap::Error) -> ExitCode {
         .map(|l| l.strip_prefix("error: ").unwrap_or(l))
         .collect::<Vec<_>>()
         .join("; ");
-    Failure {
-        code: Cow::Borrowed("usage"),
-        message,
-        status: None,
-        details: None,
-    }
-    .report(true);
-    ExitCode::from(2)
+    Failure::new("usage", message, Exit::Usage).report(true)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::host_of;
+    use super::{EXIT_HELP, host_of, without_repeats};
+
+    #[test]
+    fn a_cause_wrapped_in_its_own_words_is_said_once() {
+        assert_eq!(
+            without_repeats(
+                "cannot connect to PostgreSQL: cannot connect to PostgreSQL for connect (error \
+                 connecting to server: Connection refused (os error 111))"
+            ),
+            "cannot connect to PostgreSQL for connect (error connecting to server: Connection \
+             refused (os error 111))"
+        );
+        assert_eq!(without_repeats("a: b: c"), "a: b: c");
+        assert_eq!(without_repeats("no colon"), "no colon");
+    }
+
+    /// The README's table of exit statuses is the one `wsp --help` prints.
+    #[test]
+    fn the_readme_lists_every_exit_status() {
+        let readme = include_str!("../../../README.md");
+        for line in EXIT_HELP
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+        {
+            let (code, meaning) = line.trim().split_once(' ').unwrap();
+            let row = format!("| {code} | {} |", meaning.trim());
+            assert!(readme.contains(&row), "README lacks the row {row:?}");
+        }
+    }
 
     #[test]
     fn hosts_are_named_without_credentials() {

@@ -12,7 +12,9 @@ use wsp_store_sqlite::SqliteKeyRegistry;
 use wsp_types::{Owner, Scopes};
 
 use crate::CliError;
+use crate::failure::Failure;
 use crate::location::{StoreLocation, unusable_postgres};
+use crate::out::outln;
 
 /// The key file inside a data directory.
 pub fn key_file(data: &Path) -> PathBuf {
@@ -56,7 +58,8 @@ pub struct CreateArgs {
         value_name = "FILE"
     )]
     config: Option<PathBuf>,
-    /// Who acts with the key (attribution; default: the agent, or `admin`).
+    /// Who acts with the key: the author of every version it writes (default: the agent, or
+    /// `key-<ID>`, the key's own id, so that keys are told apart).
     #[arg(long)]
     principal: Option<String>,
     /// Comma-separated scopes (default: workspace:read, workspace:write, agents:read,
@@ -114,22 +117,22 @@ async fn open_keys(
 
 /// The owner a new key names and the agent it acts as: `--workspace W`, or `--user U --agent
 /// ID` (owner `user-U`, which the server replaces by `agent-ID` when the agent is shared).
-fn key_owner(a: &CreateArgs) -> Result<(Owner, Option<String>), CliError> {
+fn key_owner(a: &CreateArgs) -> Result<(Owner, Option<String>), Failure> {
     match (&a.workspace, &a.user, &a.agent) {
         (Some(workspace), None, None) => Owner::parse(&a.tenant, workspace)
             .map(|o| (o, None))
-            .map_err(|e| CliError(format!("--tenant/--workspace: {e}"))),
+            .map_err(|e| Failure::invalid(format!("--tenant/--workspace: {e}"))),
         (None, Some(user), Some(agent)) => {
             let tenant = wsp_types::OwnerId::parse(&a.tenant)
-                .map_err(|e| CliError(format!("--tenant: {e}")))?;
+                .map_err(|e| Failure::invalid(format!("--tenant: {e}")))?;
             shared_workspace(agent)
-                .map_err(|e| CliError(format!("--agent: {e} (and at most 122 bytes)")))?;
+                .map_err(|e| Failure::invalid(format!("--agent: {e} (and at most 122 bytes)")))?;
             let workspace = private_workspace(user)
-                .map_err(|e| CliError(format!("--user: {e} (and at most 123 bytes)")))?;
+                .map_err(|e| Failure::invalid(format!("--user: {e} (and at most 123 bytes)")))?;
             Ok((Owner::new(tenant, workspace), Some(agent.clone())))
         }
-        _ => Err(CliError(
-            "give --workspace, or --user together with --agent".into(),
+        _ => Err(Failure::invalid(
+            "give --workspace, or --user together with --agent",
         )),
     }
 }
@@ -199,47 +202,55 @@ fn resolved_workspace(record: &KeyRecord, declared: Option<&Vec<(String, bool)>>
     }
 }
 
+/// The principal of a key created without `--principal` or `--agent`: `key-<ID>`.
+pub fn default_principal(key: &ApiKey) -> String {
+    format!("key-{}", key.id())
+}
+
 /// Runs a `wsp keys` subcommand.
-pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
+pub async fn run(cmd: KeysCommand) -> Result<(), Failure> {
     match cmd {
         KeysCommand::Create(a) => {
             let (owner, agent) = key_owner(&a)?;
+            let key = ApiKey::generate();
+            // Each key its own author: the console's history and conflict pages tell keys apart.
             let principal = a
                 .principal
                 .clone()
                 .or_else(|| agent.clone())
-                .unwrap_or_else(|| "admin".into());
+                .unwrap_or_else(|| default_principal(&key));
             wsp_types::OwnerId::parse(&principal)
-                .map_err(|e| CliError(format!("--principal: {e}")))?;
+                .map_err(|e| Failure::invalid(format!("--principal: {e}")))?;
             let scopes = match &a.scopes {
-                Some(s) => Scopes::parse(s).map_err(|e| CliError(format!("--scopes: {e}")))?,
+                Some(s) => {
+                    Scopes::parse(s).map_err(|e| Failure::invalid(format!("--scopes: {e}")))?
+                }
                 None => Scopes::workspace(),
             };
             if let (Some(agent), Some(config)) = (&agent, &a.config) {
                 check_declared(agent, config).await?;
             }
             let registry = open_keys(&a.location, true).await?;
-            let key = ApiKey::generate();
             let mut record = KeyRecord::new(&key, owner.clone(), principal.clone(), scopes);
             record.agent = agent.clone();
             registry.insert(record).await?;
             match &agent {
-                None => println!(
+                None => outln!(
                     "created key {} for tenant {} workspace {} (principal {principal}, scopes {scopes})",
                     key.id(),
                     owner.tenant,
                     owner.workspace,
-                ),
-                Some(agent) => println!(
+                )?,
+                Some(agent) => outln!(
                     "created key {} for tenant {}, agent {agent} of user {} (workspace {} if the \
                      agent is private, agent-{agent} if shared; principal {principal}, scopes {scopes})",
                     key.id(),
                     owner.tenant,
                     a.user.as_deref().unwrap_or_default(),
                     owner.workspace,
-                ),
+                )?,
             }
-            println!("{}", key.expose());
+            outln!("{}", key.expose())?;
             Ok(())
         }
         KeysCommand::List(a) => {
@@ -266,9 +277,9 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
                         })
                     })
                     .collect();
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                outln!("{}", serde_json::to_string_pretty(&rows)?)?;
             } else {
-                println!("ID\tTENANT\tWORKSPACE\tAGENT\tPRINCIPAL\tSCOPES\tSTATUS");
+                outln!("ID\tTENANT\tWORKSPACE\tAGENT\tPRINCIPAL\tSCOPES\tSTATUS")?;
                 for r in &records {
                     let status = if r.revoked_at.is_some() {
                         "revoked"
@@ -285,14 +296,14 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
                             r.owner.workspace
                         ),
                     };
-                    println!(
+                    outln!(
                         "{}\t{}\t{workspace}\t{}\t{}\t{}\t{status}",
                         r.id,
                         r.owner.tenant,
                         r.agent.as_deref().unwrap_or("-"),
                         r.principal,
                         r.scopes
-                    );
+                    )?;
                 }
             }
             Ok(())
@@ -302,12 +313,9 @@ pub async fn run(cmd: KeysCommand) -> Result<(), CliError> {
                 a.id.strip_prefix("wsp_")
                     .map_or(a.id.as_str(), |rest| rest.split('_').next().unwrap_or(rest));
             match open_keys(&a.location, false).await?.revoke(id).await {
-                Ok(()) => {
-                    println!("revoked key {id}");
-                    Ok(())
-                }
+                Ok(()) => outln!("revoked key {id}"),
                 Err(wsp_store::StoreError::NotFound) => {
-                    Err(CliError(format!("no key with id {id:?}")))
+                    Err(Failure::not_found(format!("no key with id {id:?}")))
                 }
                 Err(e) => Err(e.into()),
             }

@@ -1,7 +1,12 @@
 //! `wsp`: serve agent workspaces, manage keys, read and write files, run conformance.
 //!
 //! **Invariant:** thin. This binary parses flags, wires the library crates together and
-//! prints; it holds no protocol logic of its own.
+//! prints; it holds no protocol logic of its own. Everything it prints goes through [`out`]
+//! (a closed standard output ends a command quietly; control characters from data never reach
+//! a terminal), and every failure through [`failure`] (one line or one JSON object, and the
+//! exit status of its kind).
+
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod agents;
 mod backup;
@@ -17,9 +22,13 @@ mod listen;
 mod location;
 mod logbuf;
 mod mcp;
+mod media;
 mod memory;
+mod out;
+mod runs;
 mod serve;
 mod sync;
+mod tree;
 mod watch;
 
 use std::process::ExitCode;
@@ -28,7 +37,7 @@ use clap::{Parser, Subcommand};
 
 /// Agent workspaces: a versioned, tenant-scoped file store speaking the OpenWOP wire.
 #[derive(Debug, Parser)]
-#[command(name = "wsp", version, about)]
+#[command(name = "wsp", version, about, after_help = failure::EXIT_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -49,6 +58,9 @@ enum Command {
     Memory(memory::MemoryArgs),
     /// Record and list an agent's sessions in its session index on a running host.
     Sessions(memory::SessionsArgs),
+    /// Start, list, show and cancel runs, and read the files of a run's snapshot, on a running
+    /// host.
+    Runs(runs::RunsArgs),
     /// The agent inventory and publishing on a running host; pack approvals in a data directory.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
@@ -66,7 +78,8 @@ enum Command {
     Man(completions::ManArgs),
 }
 
-/// A failure to report on one line before exiting with status 1.
+/// A failure to report on one line before exiting with status 1 (see [`failure::Failure`] for
+/// the others).
 #[derive(Debug)]
 pub struct CliError(pub String);
 
@@ -98,8 +111,10 @@ fn main() -> ExitCode {
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return failure::Failure::from(CliError(format!(
+                "cannot start the async runtime: {e}"
+            )))
+            .report(json);
         }
     };
     let result = runtime.block_on(async move {
@@ -111,12 +126,13 @@ fn main() -> ExitCode {
             Command::Context(args) => context::run(args).await?,
             Command::Memory(args) => memory::run_memory(args).await?,
             Command::Sessions(args) => memory::run_sessions(args).await?,
+            Command::Runs(args) => runs::run(args).await?,
             Command::Mcp(args) => mcp::run(args).await?,
             Command::Backup(args) => backup::backup(args).await?,
             Command::Restore(args) => backup::restore(args).await?,
             Command::Completions(args) => completions::completions(&args)?,
             Command::Man(args) => completions::man(&args)?,
-            Command::Conformance(args) => return Ok(wsp_conformance::run_cli(args).await),
+            Command::Conformance(args) => return conformance(args).await,
         }
         Ok::<_, failure::Failure>(ExitCode::SUCCESS)
     });
@@ -124,11 +140,34 @@ fn main() -> ExitCode {
     logbuf::flush();
     match result {
         Ok(code) => code,
-        Err(e) => {
-            e.report(json);
-            ExitCode::FAILURE
-        }
+        Err(e) => e.report(json),
     }
+}
+
+/// `wsp conformance`: `wsp_conformance::run_cli`, printing through [`out`]. Its own statuses:
+/// 0 when every scenario passed, 1 when one failed, 2 when the run could not be made.
+async fn conformance(args: wsp_conformance::ConformanceArgs) -> Result<ExitCode, failure::Failure> {
+    if args.list {
+        out::text(&wsp_conformance::catalogue_text())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let config = match args.to_config() {
+        Ok(config) => config,
+        Err(e) => {
+            out::errln!("wsp conformance: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let report = wsp_conformance::run(&config).await;
+    out::text(&report.summary_text())?;
+    Ok(match wsp_conformance::write_reports(&args, &report) {
+        Ok(()) if report.success() => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::FAILURE,
+        Err(e) => {
+            out::errln!("wsp conformance: {e}");
+            ExitCode::from(2)
+        }
+    })
 }
 
 #[cfg(test)]

@@ -14,7 +14,9 @@ use wsp_vfs::{AgentIdentity, ItemsProfile, MountTable, SharedAgentList, Vfs};
 
 use crate::CliError;
 use crate::config::{FileConfig, LimitArgs};
+use crate::failure::Failure;
 use crate::location::unusable_data_dir;
+use crate::out::{errln, outln};
 
 /// Which tools the server offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -91,13 +93,14 @@ impl McpArgs {
 }
 
 /// Runs the server until stdin closes (stdio) or until Ctrl-C or SIGTERM (HTTP).
-pub async fn run(args: McpArgs) -> Result<(), CliError> {
+pub async fn run(args: McpArgs) -> Result<(), Failure> {
     crate::lifecycle::init_logging(false);
     if args.is_stdio() && args.conn.tls_requested() {
         return Err(CliError(
             "--tls-cert and --tls-key are for --http: MCP over stdio has no connection to secure"
                 .into(),
-        ));
+        )
+        .into());
     }
     // Before anything is created.
     let tls = args.conn.tls()?;
@@ -122,7 +125,7 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
         None => server
             .serve_stdio()
             .await
-            .map_err(|e| CliError(e.to_string())),
+            .map_err(|e| CliError(e.to_string()).into()),
         Some(addr) => {
             let (token, given) = http_token()?;
             let tcp = addr.bind().await?;
@@ -138,15 +141,15 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
             // started us. Always two lines, so a script reads the same shape either way.
             let shutdown = crate::lifecycle::shutdown_signal();
             crate::lifecycle::reload_tls_on_hangup(tls);
-            println!(
+            outln!(
                 "wsp mcp listening on {}://{local}{}",
                 listener.scheme(),
                 wsp_mcp::HTTP_PATH
-            );
+            )?;
             if given {
-                println!("bearer token: from {TOKEN_ENV}");
+                outln!("bearer token: from {TOKEN_ENV}")?;
             } else {
-                println!("bearer token: {}", token.expose());
+                outln!("bearer token: {}", token.expose())?;
             }
             server
                 .serve_http(
@@ -155,7 +158,7 @@ pub async fn run(args: McpArgs) -> Result<(), CliError> {
                     shutdown,
                 )
                 .await
-                .map_err(|e| CliError(e.to_string()))
+                .map_err(|e| CliError(e.to_string()).into())
         }
     }
 }
@@ -190,7 +193,7 @@ fn files_server(args: &McpArgs, secrets: Arc<dyn SecretSource>) -> Result<McpSer
                 mounts.display()
             )));
         }
-        eprintln!("warning: {}: {overlap}", mounts.display());
+        errln!("warning: {}: {overlap}", mounts.display());
     }
     let tenant = owner_id("--tenant", &args.tenant)?;
     let mut builder = Vfs::builder(table.clone())

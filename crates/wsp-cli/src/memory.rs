@@ -13,6 +13,7 @@ use wsp_types::{ETag, ErrorCode};
 use crate::CliError;
 use crate::failure::Failure;
 use crate::files::RemoteArgs;
+use crate::out::{errln, outln};
 
 #[derive(Debug, Args)]
 pub struct MemoryArgs {
@@ -70,8 +71,7 @@ enum SessionsCommand {
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
+    crate::out::json(value)
 }
 
 /// Runs a `wsp memory` subcommand.
@@ -80,14 +80,14 @@ pub async fn run_memory(args: MemoryArgs) -> Result<(), Failure> {
 }
 
 async fn memory(args: &MemoryArgs) -> Result<(), Failure> {
-    let client = args.remote.client()?;
+    let client = args.remote.client().await?;
     match &args.command {
         MemoryCommand::Append { text } => {
             let done = client.append_memory(text).await.map_err(Failure::remote)?;
             if args.remote.json {
                 return print_json(&done);
             }
-            println!("{}:{}\tv{}", done.path.as_str(), done.line, done.version);
+            outln!("{}:{}\tv{}", done.path.as_str(), done.line, done.version)?;
         }
         MemoryCommand::Search {
             query,
@@ -102,9 +102,9 @@ async fn memory(args: &MemoryArgs) -> Result<(), Failure> {
                 return print_json(&found);
             }
             for m in &found.matches {
-                println!("{}:{}: {}", m.path.as_str(), m.line, m.snippet);
+                outln!("{}:{}: {}", m.path.as_str(), m.line, m.snippet)?;
             }
-            eprintln!(
+            errln!(
                 "{} matching line{} in {} file{} searched{}",
                 found.total,
                 if found.total == 1 { "" } else { "s" },
@@ -127,8 +127,9 @@ pub async fn run_sessions(args: SessionsArgs) -> Result<(), Failure> {
 }
 
 async fn sessions(args: &SessionsArgs) -> Result<(), Failure> {
-    let client = args.remote.client()?;
-    let path = session_index_path(&args.agent).map_err(|e| CliError(format!("--agent: {e}")))?;
+    let client = args.remote.client().await?;
+    let path =
+        session_index_path(&args.agent).map_err(|e| Failure::invalid(format!("--agent: {e}")))?;
     match &args.command {
         SessionsCommand::Ls => {
             let index = match client.get(&path, None).await {
@@ -142,32 +143,31 @@ async fn sessions(args: &SessionsArgs) -> Result<(), Failure> {
                 return print_json(&index);
             }
             for s in &index.sessions {
-                println!(
+                outln!(
                     "{}\t{}\t{}\t{}",
                     s.id,
                     s.started_at.to_rfc3339(),
                     s.updated_at.to_rfc3339(),
                     s.summary.as_deref().unwrap_or_default()
-                );
+                )?;
             }
         }
         SessionsCommand::Record { id, summary } => {
             if !wsp_context::is_session_id(id) {
-                return Err(CliError(format!(
+                return Err(Failure::invalid(format!(
                     "session id {id:?} must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
-                ))
-                .into());
+                )));
             }
             let (index, added) = record(&client, &path, id, summary.as_deref()).await?;
             if args.remote.json {
                 return print_json(&index);
             }
-            println!(
+            outln!(
                 "{} session {id} in {} ({} sessions)",
                 if added { "recorded" } else { "updated" },
                 path.as_str(),
                 index.sessions.len()
-            );
+            )?;
         }
     }
     Ok(())

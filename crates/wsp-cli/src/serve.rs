@@ -17,8 +17,10 @@ use wsp_types::{Owner, Scopes};
 use crate::CliError;
 use crate::agents::approvals_file;
 use crate::config::{FileConfig, LimitArgs};
+use crate::failure::Failure;
 use crate::keys::key_file;
 use crate::location::{prepare_data_dir, unusable_data_dir, unusable_postgres};
+use crate::out::outln;
 
 /// Where workspace files (and, for PostgreSQL, keys) are kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,7 +165,7 @@ struct Backend {
 }
 
 /// Runs the server until Ctrl-C or SIGTERM, then drains in-flight requests.
-pub async fn run(args: ServeArgs) -> Result<(), CliError> {
+pub async fn run(args: ServeArgs) -> Result<(), Failure> {
     crate::lifecycle::init_logging_as(true, args.log_format);
     let file_config = match &args.config {
         Some(path) => FileConfig::load(path)?,
@@ -284,25 +286,25 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     state.metrics().observe_key_cache(&auth);
     observe(state.metrics());
     if let Some(key) = first_key {
-        println!("First start: created an admin key for tenant `default`, workspace `default`.");
-        println!("It is shown only this once; keep it (e.g. export WSP_API_KEY=...):");
-        println!("{}", key.expose());
+        outln!("First start: created an admin key for tenant `default`, workspace `default`.")?;
+        outln!("It is shown only this once; keep it (e.g. export WSP_API_KEY=...):")?;
+        outln!("{}", key.expose())?;
     }
     let store_name = args.store.name();
     // Installed before the announcement below: a signal right after it drains (or reloads).
     let shutdown = crate::lifecycle::shutdown_signal();
     crate::lifecycle::reload_tls_on_hangup(tls);
     if let Some(metrics) = &metrics_listener {
-        println!(
+        outln!(
             "wsp metrics on http://{}/metrics (no key)",
             metrics.local_addr()?
-        );
+        )?;
     }
-    println!(
+    outln!(
         "wsp listening on {}://{local} (store: {store_name}, data: {})",
         listener.scheme(),
         args.data.display()
-    );
+    )?;
     if args.enable_test_seams {
         tracing::warn!("test seams are enabled: any valid key can act for any owner");
     }
@@ -324,7 +326,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
             .await
             .map_err(|e| CliError(format!("the metrics listener failed: {e}")))??;
     }
-    println!("wsp stopped");
+    outln!("wsp stopped")?;
     Ok(())
 }
 

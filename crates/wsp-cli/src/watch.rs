@@ -7,13 +7,13 @@
 //! A failure that a retry cannot mend (a refused key, a position the feed no longer keeps, a
 //! host that could not be reached at all at the start) ends the command.
 
-use std::io::{ErrorKind, Write as _};
 use std::time::Duration;
 
 use wsp_client::{Client, Error, EventStream, FeedItem};
 use wsp_types::ErrorCode;
 
 use crate::failure::Failure;
+use crate::out::{errln, outln};
 
 /// The wait before the first reconnection attempt.
 pub const FIRST_RETRY: Duration = Duration::from_millis(250);
@@ -66,53 +66,32 @@ pub async fn follow(client: &Client, since: Option<u64>, json: bool) -> Result<(
     // The first connection fails at once: a wrong URL or key is not worth retrying.
     let mut stream = client.events(position).await.map_err(Failure::remote)?;
     loop {
-        let lost = match print_until_lost(&mut stream, &mut position, json).await? {
-            Stopped::Lost(lost) => lost,
-            Stopped::ReaderGone => return Ok(()),
-        };
-        eprintln!(
+        // A closed standard output (`| head`) ends the watch quietly, as a filter's.
+        let lost = print_until_lost(&mut stream, &mut position, json).await?;
+        errln!(
             "change feed lost ({lost}); reconnecting {}",
             resume_point(position)
         );
         stream = reconnect(client, position).await?;
-        eprintln!(
+        errln!(
             "change feed reconnected; resuming {}",
             resume_point(position)
         );
     }
 }
 
-/// Why printing stopped without failing.
-enum Stopped {
-    /// The stream ended in a way reconnecting may mend.
-    Lost(Failure),
-    /// Standard output's reader is gone (`| head`): the watch is over, as a filter's is.
-    ReaderGone,
-}
-
-/// Writes `line` and a newline to standard output at once; `false` when nothing reads it any
-/// more (a closed pipe).
-fn emit(line: &str) -> Result<bool, Failure> {
-    let mut out = std::io::stdout().lock();
-    match writeln!(out, "{line}").and_then(|()| out.flush()) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(crate::CliError(format!("cannot write to standard output: {e}")).into()),
-    }
-}
-
-/// Prints events as they come; returns why printing stopped when reconnecting may help or
-/// nobody reads, and fails when reconnecting cannot help.
+/// Prints events as they come; returns why printing stopped when reconnecting may help, and
+/// fails when reconnecting cannot help (or standard output was closed).
 async fn print_until_lost(
     stream: &mut EventStream,
     position: &mut Option<u64>,
     json: bool,
-) -> Result<Stopped, Failure> {
+) -> Result<Failure, Failure> {
     loop {
         match stream.next().await {
             Some(Ok(FeedItem::Updated(e))) => {
                 let line = if json {
-                    serde_json::to_string(&e)?
+                    crate::out::json_safe(serde_json::to_string(&e)?)
                 } else {
                     format!(
                         "{}\t{}\tv{}",
@@ -121,9 +100,7 @@ async fn print_until_lost(
                         e.payload.version
                     )
                 };
-                if !emit(&line)? {
-                    return Ok(Stopped::ReaderGone);
-                }
+                outln!("{line}")?;
                 *position = Some(e.sequence.get());
             }
             Some(Ok(FeedItem::Error(mut api))) => {
@@ -133,20 +110,14 @@ async fn print_until_lost(
                 }
                 let retry = api.code() == Some(ErrorCode::ServiceUnavailable);
                 let failure = Failure::remote(Error::Api(api));
-                return if retry {
-                    Ok(Stopped::Lost(failure))
-                } else {
-                    Err(failure)
-                };
+                return if retry { Ok(failure) } else { Err(failure) };
             }
             // A kind of item this build does not know: not a change to print.
             Some(Ok(_)) => {}
-            Some(Err(e)) if worth_retrying(&e) => return Ok(Stopped::Lost(Failure::remote(e))),
+            Some(Err(e)) if worth_retrying(&e) => return Ok(Failure::remote(e)),
             Some(Err(e)) => return Err(Failure::remote(e)),
             None => {
-                return Ok(Stopped::Lost(
-                    crate::CliError("the host closed the stream".into()).into(),
-                ));
+                return Ok(crate::CliError("the host closed the stream".into()).into());
             }
         }
     }
@@ -162,7 +133,7 @@ async fn reconnect(client: &Client, position: Option<u64>) -> Result<EventStream
             Ok(stream) => return Ok(stream),
             Err(e) if worth_retrying(&e) => {
                 wait = backoff.next_wait();
-                eprintln!(
+                errln!(
                     "reconnect failed ({}); retrying in {:.2} s",
                     Failure::remote(e),
                     wait.as_secs_f64()

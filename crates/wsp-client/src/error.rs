@@ -44,9 +44,35 @@ pub enum Error {
     Certificate {
         /// rustls's reason, e.g. `invalid peer certificate: UnknownIssuer`.
         reason: String,
+        /// Whether the client trusted CA certificates besides the system's
+        /// ([`ClientBuilder::ca_certs`](crate::ClientBuilder::ca_certs)): they did not sign it
+        /// either.
+        extra_ca: bool,
         /// The failed request.
         #[source]
         source: reqwest::Error,
+    },
+    /// The host answered with a redirect to another origin, which the client does not follow:
+    /// the key is never sent to an origin the caller did not name.
+    #[error(
+        "the host redirected (HTTP {status}) to {to}, another origin, which is not followed so \
+         that the key is never sent there; if that host is the one you mean, use its URL"
+    )]
+    Redirected {
+        /// The HTTP status (301, 302, 303, 307 or 308).
+        status: u16,
+        /// The origin it pointed to (`scheme://host:port`, never a path or credentials).
+        to: String,
+    },
+    /// The answer's body is larger than the client reads
+    /// ([`ClientBuilder::max_response_bytes`](crate::ClientBuilder::max_response_bytes)).
+    #[error(
+        "the host's answer is larger than {max} bytes, the most this client reads (the bound \
+         follows the host's advertised maxFileBytes)"
+    )]
+    ResponseTooLarge {
+        /// The bound, in bytes.
+        max: u64,
     },
     /// The host answered, but the body is not what the wire promises.
     #[error("unexpected response (HTTP {status}): {reason}; body starts {body:?}")]
@@ -106,12 +132,18 @@ impl Error {
 
 impl Error {
     /// The error for a request that got no HTTP answer: [`Error::Certificate`] when TLS refused
-    /// the host's certificate, [`Error::Transport`] otherwise.
-    pub(crate) fn transport(e: reqwest::Error) -> Self {
+    /// the host's certificate, [`Error::Transport`] otherwise. `extra_ca`: whether the client
+    /// trusted CA certificates besides the system's.
+    pub(crate) fn transport(e: reqwest::Error, extra_ca: bool) -> Self {
         #[cfg(feature = "rustls")]
         if let Some(reason) = crate::tls::refused_certificate(&e) {
-            return Self::Certificate { reason, source: e };
+            return Self::Certificate {
+                reason,
+                extra_ca,
+                source: e,
+            };
         }
+        let _ = extra_ca;
         Self::Transport(e)
     }
 

@@ -37,16 +37,25 @@ pub struct EventStream {
     last_id: Option<u64>,
     /// The host closed the stream: a CR at the end of `buf` ends its line.
     ended: bool,
+    /// The most bytes one event block may take (the client's response bound).
+    max_event: u64,
+    /// Whether the client trusted CA certificates besides the system's.
+    extra_ca: bool,
+    /// Bytes of the event block being read, lines and buffer.
+    block_bytes: u64,
 }
 
 impl EventStream {
-    pub(crate) fn new(resp: reqwest::Response) -> Self {
+    pub(crate) fn new(resp: reqwest::Response, max_event: u64, extra_ca: bool) -> Self {
         Self {
             resp,
             buf: Vec::new(),
             block: Vec::new(),
             last_id: None,
             ended: false,
+            max_event,
+            extra_ca,
+            block_bytes: 0,
         }
     }
 
@@ -70,9 +79,11 @@ impl EventStream {
                     }
                 };
                 if !line.is_empty() {
+                    self.block_bytes += line.len() as u64;
                     self.block.push(line);
                     continue;
                 }
+                self.block_bytes = 0;
                 let block = std::mem::take(&mut self.block);
                 if block.is_empty() {
                     continue;
@@ -85,10 +96,19 @@ impl EventStream {
                 // A block the host never finished with a blank line is not an event.
                 return None;
             }
+            // One event never grows past the bound, however the host sends it.
+            if self.block_bytes + self.buf.len() as u64 > self.max_event {
+                self.ended = true;
+                self.buf.clear();
+                self.block.clear();
+                return Some(Err(Error::ResponseTooLarge {
+                    max: self.max_event,
+                }));
+            }
             match self.resp.chunk().await {
                 Ok(Some(chunk)) => self.buf.extend_from_slice(&chunk),
                 Ok(None) => self.ended = true,
-                Err(e) => return Some(Err(Error::transport(e))),
+                Err(e) => return Some(Err(Error::transport(e, self.extra_ca))),
             }
         }
     }

@@ -20,13 +20,23 @@
 //! crypto provider, trusting the system's CA certificates and those given to
 //! [`ClientBuilder::ca_certs`] (a private CA). A refused certificate is
 //! [`Error::Certificate`]. Without the feature the client speaks plain HTTP only.
+//!
+//! Two bounds protect the caller from the host. **Credentials stay with their origin**: a
+//! redirect is followed only within the base URL's origin (scheme, host and port); one to
+//! another origin is not followed and is [`Error::Redirected`], so the key (and the trust given
+//! to [`ClientBuilder::ca_certs`]) never reaches a host the caller did not name. **Answers are
+//! bounded**: a response body over [`ClientBuilder::max_response_bytes`] (256 MiB unless set;
+//! [`Client::fit_to_host`] sets it from what discovery advertises) is [`Error::ResponseTooLarge`],
+//! read no further than the bound.
 
 mod agents;
 mod error;
 mod events;
 #[cfg(feature = "rustls")]
 mod tls;
+mod upload;
 
+use std::path::Path;
 use std::time::Duration;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -40,6 +50,37 @@ use wsp_types::wire::{
 use wsp_types::{ETag, WorkspacePath};
 
 pub use error::{ApiError, Error, TransportCause};
+
+/// The bound on a response body of a client that was not told another
+/// ([`ClientBuilder::max_response_bytes`], [`Client::fit_to_host`]): 256 MiB.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The largest answer a host that advertises `discovery` can send to a request of this client:
+/// a file's answer is at most its body as a write could send it (`maxRequestBodyBytes`, or six
+/// times `maxFileBytes`, as JSON escaping can grow text sixfold), a listing at most 2 KiB per
+/// file for `maxFiles` files; plus 1 MiB for the rest. [`DEFAULT_MAX_RESPONSE_BYTES`] when the
+/// host advertises no `maxFileBytes`.
+pub fn response_bound(discovery: &Discovery) -> u64 {
+    let Some(file) = discovery
+        .workspace
+        .as_ref()
+        .and_then(|w| w.max_file_bytes)
+        .map(std::num::NonZeroU64::get)
+    else {
+        return DEFAULT_MAX_RESPONSE_BYTES;
+    };
+    let body = discovery
+        .limits
+        .max_request_body_bytes
+        .map_or(0, std::num::NonZeroU64::get);
+    let one_file = body.max(file.saturating_mul(6).saturating_add(64 * 1024));
+    let listing = discovery
+        .workspace
+        .as_ref()
+        .and_then(|w| w.max_files)
+        .map_or(0, |n| n.get().saturating_mul(2048));
+    one_file.max(listing).saturating_add(1024 * 1024)
+}
 pub use events::{EventStream, FeedItem};
 #[cfg(feature = "rustls")]
 pub use tls::CaCerts;
@@ -56,6 +97,35 @@ pub struct PutOptions {
     pub create_only: bool,
     /// Makes retries safe (`Idempotency-Key`).
     pub idempotency_key: Option<String>,
+}
+
+/// A file on disk to write with [`Client::put_file`], read once by [`LocalFile::open`] to learn
+/// its size and whether it is UTF-8 text (in chunks: never whole in memory).
+#[derive(Debug, Clone)]
+pub struct LocalFile {
+    path: std::path::PathBuf,
+    survey: upload::Survey,
+}
+
+impl LocalFile {
+    /// Reads the file at `path` once; an unreadable file is [`Error::InvalidArgument`] naming
+    /// it.
+    pub fn open(path: &Path) -> Result<Self, Error> {
+        Ok(Self {
+            path: path.to_owned(),
+            survey: upload::survey(path)?,
+        })
+    }
+
+    /// Its size in bytes, as read.
+    pub fn size(&self) -> u64 {
+        self.survey.size
+    }
+
+    /// Whether it is UTF-8 text, as read.
+    pub fn is_text(&self) -> bool {
+        self.survey.text
+    }
 }
 
 /// A `WorkspaceFileCreate` as sent: `contentEncoding` only for bytes, so that a text write is
@@ -75,6 +145,10 @@ pub struct Client {
     http: reqwest::Client,
     base: String,
     key: Option<String>,
+    /// The bound on a response body.
+    max_response: u64,
+    /// Whether CA certificates besides the system's are trusted (said by a refused certificate).
+    extra_ca: bool,
 }
 
 /// What [`encode_segment`] escapes: every byte but RFC 3986's unreserved characters
@@ -104,6 +178,7 @@ pub struct ClientBuilder {
     key: Option<String>,
     timeout: Option<Duration>,
     connect_timeout: Duration,
+    max_response: u64,
     #[cfg(feature = "rustls")]
     ca: CaCerts,
 }
@@ -128,6 +203,14 @@ impl ClientBuilder {
         self
     }
 
+    /// The largest response body read ([`DEFAULT_MAX_RESPONSE_BYTES`] unless set); a larger
+    /// one is [`Error::ResponseTooLarge`]. [`Client::fit_to_host`] sets it from the host's
+    /// discovery.
+    pub fn max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response = bytes;
+        self
+    }
+
     /// Trusts these CA certificates as well as the system's (for a host whose certificate a
     /// private CA signed).
     #[cfg(feature = "rustls")]
@@ -137,7 +220,8 @@ impl ClientBuilder {
     }
 
     /// The client. Fails on a base URL that is not `http(s)://` (`https` needs the `rustls`
-    /// feature).
+    /// feature). It follows redirects within the base URL's origin only (see the crate's
+    /// documentation).
     pub fn build(self) -> Result<Client, Error> {
         #[cfg(not(feature = "rustls"))]
         if self.base.starts_with("https:") {
@@ -145,19 +229,45 @@ impl ClientBuilder {
                 "https needs wsp-client's rustls feature".into(),
             ));
         }
-        let mut http = reqwest::Client::builder().connect_timeout(self.connect_timeout);
+        let mut http = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .redirect(same_origin_redirects());
         if let Some(timeout) = self.timeout {
             http = http.timeout(timeout);
         }
         #[cfg(feature = "rustls")]
         let http = self.ca.configure(http)?;
-        let http = http.build().map_err(Error::transport)?;
-        let client = Client::with_http_client(&self.base, http)?;
+        let http = http.build().map_err(|e| Error::transport(e, false))?;
+        let mut client = Client::with_http_client(&self.base, http)?;
+        client.max_response = self.max_response;
+        #[cfg(feature = "rustls")]
+        {
+            client.extra_ca = !self.ca.is_empty();
+        }
         Ok(match self.key {
             Some(key) => client.with_key(key),
             None => client,
         })
     }
+}
+
+/// The redirect policy of [`ClientBuilder::build`]: follow a redirect (at most 10) only when
+/// it stays within the origin of the first request; stop at any other, so that the answer is
+/// the redirect itself ([`Error::Redirected`]) and nothing, the key least of all, is sent to
+/// the other origin. Checked against the first request, not the previous hop, so A -> A' -> B
+/// stops before B and A -> B never starts.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if same && attempt.previous().len() <= 10 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }
 
 impl Client {
@@ -174,12 +284,14 @@ impl Client {
             key: None,
             timeout: Some(Duration::from_secs(30)),
             connect_timeout: Duration::from_secs(10),
+            max_response: DEFAULT_MAX_RESPONSE_BYTES,
             #[cfg(feature = "rustls")]
             ca: CaCerts::default(),
         }
     }
 
     /// A client that sends its requests through `http` (for custom timeouts, proxies, TLS).
+    /// Redirects are `http`'s own policy: reqwest's default follows them to other origins.
     pub fn with_http_client(base_url: &str, http: reqwest::Client) -> Result<Self, Error> {
         let base = base_url.trim_end_matches('/').to_owned();
         let parsed =
@@ -193,7 +305,30 @@ impl Client {
             http,
             base,
             key: None,
+            max_response: DEFAULT_MAX_RESPONSE_BYTES,
+            extra_ca: false,
         })
+    }
+
+    /// The same client, reading response bodies up to `bytes` at most.
+    pub fn with_max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response = bytes;
+        self
+    }
+
+    /// The bound on a response body.
+    pub fn max_response_bytes(&self) -> u64 {
+        self.max_response
+    }
+
+    /// Reads the host's discovery and returns it with this client, its response bound set to
+    /// [`response_bound`] of it.
+    pub async fn fit_to_host(mut self) -> Result<(Self, Discovery), Error> {
+        // Discovery itself is small: a megabyte is more than any host's.
+        let probe = self.clone().with_max_response_bytes(1024 * 1024);
+        let discovery = probe.discovery().await?;
+        self.max_response = response_bound(&discovery);
+        Ok((self, discovery))
     }
 
     /// The same client, sending `Authorization: Bearer <key>`.
@@ -219,7 +354,73 @@ impl Client {
 
     /// Sends a request and decodes its 2xx JSON answer (or the error).
     async fn send<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, Error> {
-        decode(req.send().await.map_err(Error::transport)?).await
+        let resp = req.send().await.map_err(|e| self.transport(e))?;
+        self.decode(resp).await
+    }
+
+    /// The error of a request that got no answer.
+    fn transport(&self, e: reqwest::Error) -> Error {
+        Error::transport(e, self.extra_ca)
+    }
+
+    /// Decodes a 2xx JSON body, or turns anything else into an [`Error`].
+    async fn decode<T: DeserializeOwned>(&self, resp: reqwest::Response) -> Result<T, Error> {
+        if !resp.status().is_success() {
+            return Err(self.error_from(resp).await);
+        }
+        let status = resp.status().as_u16();
+        let body = self.read_body(resp, self.max_response).await?;
+        serde_json::from_slice(&body).map_err(|e| Error::UnexpectedBody {
+            status,
+            reason: e.to_string(),
+            body: error::excerpt(&body),
+        })
+    }
+
+    /// The error of an answer that is not a success: the envelope, or what else it was.
+    async fn error_from(&self, resp: reqwest::Response) -> Error {
+        let status = resp.status().as_u16();
+        if resp.status().is_redirection() {
+            let location = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| resp.url().join(l).ok());
+            return Error::Redirected {
+                status,
+                to: location.map_or_else(
+                    || "an unknown place".to_owned(),
+                    |url| url.origin().ascii_serialization(),
+                ),
+            };
+        }
+        // An error envelope is short: what is past 64 KiB is not one.
+        match self.read_body(resp, 64 * 1024).await {
+            Ok(body) => Error::from_response(status, &body),
+            Err(Error::ResponseTooLarge { .. }) => Error::UnexpectedBody {
+                status,
+                reason: "an error body over 64 KiB".into(),
+                body: String::new(),
+            },
+            Err(e) => e,
+        }
+    }
+
+    /// The body of `resp`, refused past `max` bytes without reading further.
+    async fn read_body(&self, mut resp: reqwest::Response, max: u64) -> Result<Vec<u8>, Error> {
+        let too_large = || Error::ResponseTooLarge { max };
+        if resp.content_length().is_some_and(|n| n > max) {
+            return Err(too_large());
+        }
+        let capacity = resp.content_length().unwrap_or(0).min(max);
+        let mut body = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
+        while let Some(chunk) = resp.chunk().await.map_err(|e| self.transport(e))? {
+            if (body.len() + chunk.len()) as u64 > max {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     /// `GET /.well-known/openwop`.
@@ -291,12 +492,50 @@ impl Client {
         self.put_body(path, body, options).await
     }
 
-    async fn put_body(
+    /// `PUT /v1/host/workspace/files/{path}` with the content of a file on disk, streamed (the
+    /// client holds one chunk of it at a time): as text when it is UTF-8 and `as_bytes` is
+    /// false, as bytes (`contentEncoding: base64`) otherwise; the media type as [`Client::put`]
+    /// and [`Client::put_bytes`] choose it when `options.content_type` is `None`. A file that
+    /// changed since [`LocalFile::open`] read it fails the write.
+    pub async fn put_file(
         &self,
         path: &WorkspacePath,
-        body: PutBody,
+        file: &LocalFile,
+        as_bytes: bool,
         options: PutOptions,
     ) -> Result<WorkspaceFile, Error> {
+        let mut survey = file.survey;
+        if as_bytes && survey.text {
+            survey.text = false;
+            survey.encoded = survey.size.div_ceil(3) * 4;
+        }
+        let content_type = options.content_type.clone().unwrap_or_else(|| {
+            if survey.text {
+                "text/markdown".to_owned()
+            } else {
+                "application/octet-stream".to_owned()
+            }
+        });
+        let opened = std::fs::File::open(&file.path).map_err(|e| {
+            Error::InvalidArgument(format!("cannot read {}: {e}", file.path.display()))
+        })?;
+        let body = upload::FileBody::new(opened, survey, &content_type);
+        let length = body.len();
+        let req = self
+            .conditional(Method::PUT, path, &options)?
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_LENGTH, length)
+            .body(reqwest::Body::wrap(body));
+        self.send(req).await
+    }
+
+    /// A request to the file endpoint of `path` with the preconditions of `options`.
+    fn conditional(
+        &self,
+        method: Method,
+        path: &WorkspacePath,
+        options: &PutOptions,
+    ) -> Result<RequestBuilder, Error> {
         let url = format!("/v1/host/workspace/files/{}", encode_segment(path.as_str()));
         let mut headers = HeaderMap::new();
         if let Some(tag) = &options.if_match {
@@ -311,7 +550,16 @@ impl Client {
         if let Some(key) = &options.idempotency_key {
             headers.insert("idempotency-key", header_value(key)?);
         }
-        let req = self.request(Method::PUT, &url).headers(headers).json(&body);
+        Ok(self.request(method, &url).headers(headers))
+    }
+
+    async fn put_body(
+        &self,
+        path: &WorkspacePath,
+        body: PutBody,
+        options: PutOptions,
+    ) -> Result<WorkspaceFile, Error> {
+        let req = self.conditional(Method::PUT, path, &options)?.json(&body);
         self.send(req).await
     }
 
@@ -322,11 +570,11 @@ impl Client {
         if let Some(tag) = if_match {
             req = req.header(reqwest::header::IF_MATCH, header_value(tag.as_str())?);
         }
-        let resp = req.send().await.map_err(Error::transport)?;
+        let resp = req.send().await.map_err(|e| self.transport(e))?;
         if resp.status() == StatusCode::NO_CONTENT {
             return Ok(());
         }
-        Err(error_from(resp).await)
+        Err(self.error_from(resp).await)
     }
 
     /// `GET /v1/host/workspace/history/{path}` (wsp extension): retained versions, newest first.
@@ -477,9 +725,9 @@ impl Client {
         if let Some(n) = since {
             req = req.header("last-event-id", n.to_string());
         }
-        let resp = req.send().await.map_err(Error::transport)?;
+        let resp = req.send().await.map_err(|e| self.transport(e))?;
         if !resp.status().is_success() {
-            return Err(error_from(resp).await);
+            return Err(self.error_from(resp).await);
         }
         let media_type = resp
             .headers()
@@ -497,35 +745,13 @@ impl Client {
                 body: String::new(),
             });
         }
-        Ok(EventStream::new(resp))
+        Ok(EventStream::new(resp, self.max_response, self.extra_ca))
     }
 }
 
 fn header_value(s: &str) -> Result<HeaderValue, Error> {
     HeaderValue::from_str(s)
         .map_err(|_| Error::InvalidArgument(format!("{s:?} cannot be sent in a header")))
-}
-
-/// Decodes a 2xx JSON body, or turns anything else into an [`Error`].
-async fn decode<T: DeserializeOwned>(resp: reqwest::Response) -> Result<T, Error> {
-    if !resp.status().is_success() {
-        return Err(error_from(resp).await);
-    }
-    let status = resp.status().as_u16();
-    let body = resp.bytes().await.map_err(Error::transport)?;
-    serde_json::from_slice(&body).map_err(|e| Error::UnexpectedBody {
-        status,
-        reason: e.to_string(),
-        body: error::excerpt(&body),
-    })
-}
-
-async fn error_from(resp: reqwest::Response) -> Error {
-    let status = resp.status().as_u16();
-    match resp.bytes().await {
-        Ok(body) => Error::from_response(status, &body),
-        Err(e) => Error::transport(e),
-    }
 }
 
 #[cfg(test)]

@@ -121,10 +121,10 @@ fn the_inventory_is_scoped_and_approvals_count_at_once() {
             "--key",
             &key_b,
         ],
-        1,
+        5,
     );
     assert!(err.contains("not_found (HTTP 404)"), "{err}");
-    let err = fails(&["agents", "ls", "--url", url], 1);
+    let err = fails(&["agents", "ls", "--url", url], 3);
     assert!(err.contains("unauthenticated (HTTP 401)"), "{err}");
 
     // Approve for B while the server runs: it counts at once.
@@ -424,7 +424,7 @@ fn agent_keys_publish_one_way_into_shared_workspaces() {
     // The shared agent never sees the private workspace its key names.
     let err = fails(
         &["files", "get", "diary.md", "--url", url, "--key", &cook],
-        1,
+        5,
     );
     assert!(err.contains("not_found (HTTP 404)"), "{err}");
     // Reverse and non-shared targets are refused.
@@ -440,7 +440,7 @@ fn agent_keys_publish_one_way_into_shared_workspaces() {
             "--key",
             &cook,
         ],
-        1,
+        4,
     );
     assert!(err.contains("forbidden (HTTP 403)"), "{err}");
     let err = fails(
@@ -455,11 +455,11 @@ fn agent_keys_publish_one_way_into_shared_workspaces() {
             "--key",
             &main,
         ],
-        1,
+        4,
     );
     assert!(err.contains("forbidden (HTTP 403)"), "{err}");
     // A key for an agent the server does not know authenticates to nothing.
-    let err = fails(&["files", "ls", "--url", url, "--key", &ghost], 1);
+    let err = fails(&["files", "ls", "--url", url, "--key", &ghost], 3);
     assert!(err.contains("unauthenticated (HTTP 401)"), "{err}");
 }
 
@@ -501,14 +501,14 @@ fn agent_keys_need_user_and_agent_and_no_workspace() {
             "--agent",
             &long_agent,
         ],
-        1,
+        2,
     );
     assert!(err.contains("--agent"), "{err}");
     let err = fails(
         &[
             "keys", "create", "--data", data, "--tenant", "t", "--user", "u/x", "--agent", "a",
         ],
-        1,
+        2,
     );
     assert!(err.contains("--user"), "{err}");
 }

@@ -170,7 +170,7 @@ fn keys_created_while_serving_work_at_once_and_revocation_is_honoured() {
 }
 
 #[test]
-fn bad_input_is_one_line_and_exit_1() {
+fn bad_input_is_one_line_with_its_exit_status() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve(dir.path(), &[]);
     let busy = wsp(
@@ -223,7 +223,7 @@ fn bad_input_is_one_line_and_exit_1() {
         &[],
         None,
     );
-    assert_eq!(bad_scope.status.code(), Some(1));
+    assert_eq!(bad_scope.status.code(), Some(2));
     assert!(
         stderr(&bad_scope).contains("unknown scope"),
         "{}",
@@ -234,7 +234,7 @@ fn bad_input_is_one_line_and_exit_1() {
         &[],
         None,
     );
-    assert_eq!(no_server.status.code(), Some(1));
+    assert_eq!(no_server.status.code(), Some(8));
     assert!(
         stderr(&no_server).contains("cannot reach 127.0.0.1:9: connection refused"),
         "{}",

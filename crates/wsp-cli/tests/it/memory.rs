@@ -57,7 +57,7 @@ fn memory_lines_are_appended_and_found_and_sessions_recorded() {
     assert_eq!(value["matches"][0]["line"], 2);
 
     let refused = run(&server, &["memory", "append", "two\nlines"]);
-    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.status.code(), Some(2));
     assert!(err(&refused).contains("line break"), "{}", err(&refused));
 
     // 6 recorders at once, then an update: 6 sessions, the summary kept.
@@ -115,6 +115,6 @@ fn memory_lines_are_appended_and_found_and_sessions_recorded() {
         err(&empty)
     );
     let bad = run(&server, &["sessions", "record", "../x"]);
-    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(bad.status.code(), Some(2));
     assert!(err(&bad).contains("session id"), "{}", err(&bad));
 }

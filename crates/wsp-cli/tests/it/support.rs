@@ -208,3 +208,72 @@ pub fn pty() -> (std::fs::File, std::path::PathBuf) {
     let path = std::path::PathBuf::from(name.into_string().unwrap());
     (std::fs::File::from(controller), path)
 }
+
+/// A host on 127.0.0.1 that answers every request with `answer(request head)`, a whole HTTP/1.1
+/// response (head and body), on threads of its own; for what a real `wsp serve` never sends.
+/// Returns its base URL. The listener lives as long as the test process.
+pub fn fake_host<F>(answer: F) -> String
+where
+    F: Fn(&str) -> Vec<u8> + Send + Sync + 'static,
+{
+    use std::io::Read as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let answer = std::sync::Arc::new(answer);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let answer = answer.clone();
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                // A client that stops reading (a bound reached) closes: nothing to do then.
+                let _ = stream.write_all(&answer(&String::from_utf8_lossy(&head)));
+            });
+        }
+    });
+    url
+}
+
+/// A whole HTTP/1.1 answer: `status`, a JSON `body`, the connection closed after it.
+pub fn json_answer(status: u16, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A discovery document advertising `maxFileBytes` (and nothing optional else).
+pub fn discovery_with_max_file_bytes(max: u64) -> String {
+    format!(
+        r#"{{"protocolVersion":"1.0","schemaVersions":{{}},"supportedEnvelopes":[],
+        "limits":{{"clarificationRounds":0,"envelopesPerTurn":0,"schemaRounds":0}},
+        "workspace":{{"supported":true,"maxFileBytes":{max},"maxFiles":10}}}}"#
+    )
+}
+
+/// Runs `wsp ARGS` with `env` (as [`wsp`] does) and its standard output a pipe whose reader
+/// is already closed: every write to it fails with `EPIPE`.
+pub fn wsp_into_closed_pipe(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut command = Command::new(WSP);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped());
+    for var in ["WSP_URL", "WSP_API_KEY", "WSP_CACERT"] {
+        command.env_remove(var);
+    }
+    command.envs(env.iter().copied());
+    command.output().unwrap()
+}

@@ -89,7 +89,7 @@ fn transport_errors_name_their_cause_on_one_line() {
             &["agents", "ls", "--url", url],
         ] {
             let out = wsp(args, &[("WSP_API_KEY", server.key())], None);
-            let err = one_line_failure(&out, 1);
+            let err = one_line_failure(&out, 8);
             assert!(
                 err.starts_with(&format!("error: {expected}")),
                 "{args:?}: {err}"
@@ -111,7 +111,7 @@ fn transport_errors_name_their_cause_on_one_line() {
         &[],
         None,
     );
-    let err = one_line_failure(&out, 1);
+    let err = one_line_failure(&out, 8);
     assert!(err.contains("connection refused"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
 }
@@ -135,7 +135,7 @@ fn a_401_without_a_key_says_to_set_wsp_api_key() {
         // No key at all, and an empty WSP_API_KEY (an empty value counts as unset).
         for env in [&[][..], &[("WSP_API_KEY", "")]] {
             let out = wsp(args, env, None);
-            let err = one_line_failure(&out, 1);
+            let err = one_line_failure(&out, 3);
             assert!(
                 err.contains("unauthenticated (HTTP 401)"),
                 "{args:?} {env:?}: {err}"
@@ -152,7 +152,7 @@ fn a_401_without_a_key_says_to_set_wsp_api_key() {
         &[("WSP_API_KEY", "wsp_000000000000_nope")],
         None,
     );
-    let err = one_line_failure(&out, 1);
+    let err = one_line_failure(&out, 3);
     assert!(err.contains("unauthenticated (HTTP 401)"), "{err}");
     assert!(!err.contains("WSP_API_KEY"), "{err}");
 }
@@ -166,7 +166,7 @@ fn json_errors_are_one_json_object() {
         ("WSP_API_KEY", server.key()),
     ];
 
-    let v = json_failure(&wsp(&["files", "get", "none.md", "--json"], &env, None), 1);
+    let v = json_failure(&wsp(&["files", "get", "none.md", "--json"], &env, None), 5);
     assert_eq!(v["error"], "not_found", "{v}");
     assert_eq!(v["status"], 404, "{v}");
     assert!(v["message"].is_string(), "{v}");
@@ -179,7 +179,7 @@ fn json_errors_are_one_json_object() {
             &env,
             Some("two"),
         ),
-        1,
+        6,
     );
     assert_eq!(v["error"], "workspace_conflict", "{v}");
     assert_eq!(v["details"]["currentVersion"], 1, "{v}");
@@ -190,7 +190,7 @@ fn json_errors_are_one_json_object() {
             &[("WSP_URL", server.url.as_str())],
             None,
         ),
-        1,
+        3,
     );
     assert_eq!(v["error"], "unauthenticated", "{v}");
     assert!(
@@ -204,14 +204,14 @@ fn json_errors_are_one_json_object() {
         &["agents", "ls", "--json", "--url", &url],
         &["context", "render", "--json", "--url", &url],
     ] {
-        let v = json_failure(&wsp(args, &env[1..], None), 1);
+        let v = json_failure(&wsp(args, &env[1..], None), 8);
         assert_eq!(v["error"], "connection_refused", "{args:?}: {v}");
         assert!(v.get("status").is_none(), "{v}");
     }
 
     // A local failure and a usage error, too.
-    let v = json_failure(&wsp(&["files", "get", "../x", "--json"], &env, None), 1);
-    assert_eq!(v["error"], "failed", "{v}");
+    let v = json_failure(&wsp(&["files", "get", "../x", "--json"], &env, None), 2);
+    assert_eq!(v["error"], "invalid_argument", "{v}");
     assert!(
         v["message"].as_str().unwrap().contains("invalid path"),
         "{v}"
@@ -237,7 +237,7 @@ fn json_errors_are_one_json_object() {
     // Without --json the same failure is a line of text.
     let out = wsp(&["files", "get", "none.md"], &env, None);
     assert!(
-        one_line_failure(&out, 1).starts_with("error: not_found (HTTP 404)"),
+        one_line_failure(&out, 5).starts_with("error: not_found (HTTP 404)"),
         "{}",
         stderr(&out)
     );

@@ -121,11 +121,32 @@ fn client_commands_reach_an_https_host_with_its_ca_and_refuse_it_without() {
         );
     }
     let refused = wsp(&["files", "ls"], &env, None);
+    assert_eq!(refused.status.code(), Some(8), "{}", stderr(&refused));
     assert!(
-        stderr(&refused).contains("--cacert"),
+        stderr(&refused).contains("pass its certificate with --cacert"),
         "{}",
         stderr(&refused)
     );
+    // With --cacert of another CA: no advice to pass --cacert, but to check what it holds.
+    let other = dir.path().join("other.pem");
+    std::fs::write(&other, TestCa::new("another CA").pem()).unwrap();
+    for env in [
+        &[env[0], env[1], ("WSP_CACERT", other.to_str().unwrap())][..],
+        &env,
+    ] {
+        let args: &[&str] = if env.len() == 3 {
+            &["files", "ls"]
+        } else {
+            &["files", "ls", "--cacert", other.to_str().unwrap()]
+        };
+        let refused = wsp(args, env, None);
+        let text = stderr(&refused);
+        assert!(!text.contains("pass its certificate"), "{text}");
+        assert!(
+            text.contains("neither the CA certificates of --cacert"),
+            "{text}"
+        );
+    }
     let conformance = wsp(
         &["conformance", "--url", &url, "--filter", "WS-DISC"],
         &[],

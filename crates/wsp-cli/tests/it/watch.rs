@@ -169,7 +169,7 @@ fn watch_stops_when_it_cannot_start_or_must_not_go_on() {
         &[("WSP_API_KEY", "wsp_000000000000_x")],
         None,
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(8));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("connection refused"), "{err}");
     assert!(!err.contains("reconnect"), "{err}");
@@ -195,7 +195,7 @@ fn watch_stops_when_it_cannot_start_or_must_not_go_on() {
     let revoked = wsp(&["keys", "revoke", "--data", data, id], &[], None);
     assert!(revoked.status.success());
     let status = watcher.0.wait().unwrap();
-    assert_eq!(status.code(), Some(1));
+    assert_eq!(status.code(), Some(3));
     let lines: Vec<String> = err.iter().collect();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("unauthenticated"), "{lines:?}");

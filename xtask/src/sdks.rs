@@ -23,6 +23,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -124,20 +125,28 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             other => other.to_owned(),
         };
         let host = host::start(&store, &[])?;
-        let env = [
-            ("WSP_URL", host.url.clone()),
-            ("WSP_KEY", host.create_key("default", host::ALL_SCOPES)?),
-            ("WSP_KEY_READONLY", host.key_readonly.clone()),
-            ("WSP_KEY_OTHER", host.key_b.clone()),
-            (
-                "WSP_OPENAPI",
-                project_root().join(DOCUMENT).display().to_string(),
-            ),
-            ("WSP_REPORT_HOST", format!("wsp serve ({backend})")),
-        ];
+        // Each package gets a tenant of its own, so that its files count against its own
+        // limits (the host allows 64 files per owner) and no package sees another's.
+        let env = |tenant: &str| -> Result<Vec<(&'static str, String)>> {
+            Ok(vec![
+                ("WSP_URL", host.url.clone()),
+                ("WSP_KEY", host.create_key(tenant, host::ALL_SCOPES)?),
+                (
+                    "WSP_KEY_READONLY",
+                    host.create_key(tenant, "workspace:read")?,
+                ),
+                ("WSP_KEY_OTHER", host.key_b.clone()),
+                (
+                    "WSP_OPENAPI",
+                    project_root().join(DOCUMENT).display().to_string(),
+                ),
+                ("WSP_REPORT_HOST", format!("wsp serve ({backend})")),
+            ])
+        };
         for (dir, name, label) in TS_PACKAGES {
             println!("== {name} against wsp serve ({backend}) at {}", host.url);
             let report = reports.join(format!("client-sdk-ts-{dir}-{backend}.json"));
+            let env = env(&format!("sdk-ts-{dir}"))?;
             if let Err(e) = ts_tests(&ts, dir, label, &env, &report) {
                 eprintln!("error: {e}");
                 failed.push(format!("{name} ({backend})"));
@@ -146,6 +155,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         for (dir, name, _, label) in PY_PACKAGES {
             println!("== {name} against wsp serve ({backend}) at {}", host.url);
             let report = reports.join(format!("client-sdk-py-{dir}-{backend}.json"));
+            let env = env(&format!("sdk-py-{dir}"))?;
             if let Err(e) = py_tests(&python, dir, label, &env, &report) {
                 eprintln!("error: {e}");
                 failed.push(format!("{name} ({backend})"));
@@ -272,7 +282,7 @@ fn ts_tests(
         return Err(format!("no tests in {}", tests.display()).into());
     }
     let version = package_version(&ts.join(dir).join("package.json"))?;
-    run_checked(
+    run_bounded(
         Command::new("node")
             .args([
                 "--test",
@@ -287,6 +297,33 @@ fn ts_tests(
             .current_dir(ts),
         &format!("the tests of sdks/typescript/{dir}"),
     )
+}
+
+/// How long one package's tests may run before they are stopped and fail: a test that leaves
+/// a change-feed stream open would otherwise keep its runner waiting for ever.
+const TEST_DEADLINE: Duration = Duration::from_secs(600);
+
+/// Runs `cmd` like [`run_checked`], but kills it and fails after [`TEST_DEADLINE`].
+fn run_bounded(cmd: &mut Command, what: &str) -> Result<()> {
+    let mut child = cmd.spawn().map_err(|e| format!("{what}: {e}"))?;
+    let deadline = Instant::now() + TEST_DEADLINE;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return if status.success() {
+                Ok(())
+            } else {
+                Err(format!("{what} failed ({status})").into())
+            };
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(
+                format!("{what} did not finish within {} s", TEST_DEADLINE.as_secs()).into(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// The `version` of a `package.json`.
@@ -377,7 +414,7 @@ fn py_tests(
 ) -> Result<()> {
     let source = project_root().join("sdks/python");
     let version = python_version(&source.join(dir).join("pyproject.toml"))?;
-    run_checked(
+    run_bounded(
         Command::new(python)
             .args(["-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir"])
             .arg(&source)

@@ -55,7 +55,9 @@ test("leaving the loop closes the stream; a new iterator resumes after the last 
     last = event.sequence;
     if (event.payload.path === `${root}/1.md`) break;
   }
-  const rest = await take(wsp.events({ since: last }), root, 2);
+  const resumed = wsp.events({ since: last });
+  const rest = await take(resumed, root, 2);
+  await resumed.return(undefined);
   assert.deepEqual(rest.map((e) => e.payload.path), [`${root}/2.md`, `${root}/3.md`]);
 });
 

@@ -1,6 +1,6 @@
 """What the tests of every package of sdks/python share: the `wsp serve` they run against (from
 the environment `cargo xtask sdks` sets: WSP_URL, WSP_KEY with every scope, WSP_KEY_READONLY
-with `workspace:read` only, WSP_KEY_OTHER of another tenant, WSP_OPENAPI the API document), and
+with `workspace:read` only, WSP_KEY_OTHER of another tenant, WSP_OPENAPI the API document, WSP_PATH_VECTORS the shared path vectors), and
 the JSON report `cargo xtask interop-matrix` reads, written to WSP_REPORT when it is set."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ class Server:
     readonly_key: str
     other_key: str
     openapi: str
+    path_vectors: str
 
     def root(self, name: str) -> str:
         """A fresh path prefix, so that tests never see each other's files."""
@@ -33,7 +34,7 @@ def _required(name: str) -> str:
     if not value:
         raise pytest.UsageError(
             f"{name} is not set: run these tests through `cargo xtask sdks`, or set WSP_URL, WSP_KEY, "
-            "WSP_KEY_READONLY, WSP_KEY_OTHER and WSP_OPENAPI for a running wsp serve"
+            "WSP_KEY_READONLY, WSP_KEY_OTHER, WSP_OPENAPI and WSP_PATH_VECTORS for a running wsp serve"
         )
     return value
 
@@ -47,6 +48,7 @@ def server() -> Server:
         readonly_key=_required("WSP_KEY_READONLY"),
         other_key=_required("WSP_KEY_OTHER"),
         openapi=_required("WSP_OPENAPI"),
+        path_vectors=_required("WSP_PATH_VECTORS"),
     )
 
 

@@ -140,6 +140,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
                     "WSP_OPENAPI",
                     project_root().join(DOCUMENT).display().to_string(),
                 ),
+                (
+                    "WSP_PATH_VECTORS",
+                    project_root().join("conformance/vectors/paths.json").display().to_string(),
+                ),
                 ("WSP_REPORT_HOST", format!("wsp serve ({backend})")),
             ])
         };

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Iterator
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -234,3 +236,24 @@ def test_agents(wsp: Client) -> None:
 def test_version() -> None:
     """the package reports its version."""
     assert __version__.count(".") == 2
+
+
+def test_path_vectors(wsp: Client, server: Server) -> None:
+    """the shared path vectors: refused ones never leave the client, accepted ones are written."""
+    with open(server.path_vectors, encoding="utf-8") as f:
+        vectors = json.load(f)["http_path"]
+    sent: list[httpx.Request] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    with Client(server.url, server.key, transport=httpx.MockTransport(record)) as offline:
+        for vector in vectors:
+            path = "a" * 257 if vector["path"] == "LONG_257_CHARS" else unquote(vector["path"])
+            if vector["expect"] == 400:
+                with pytest.raises(PathError):
+                    offline.put_file(path, "x")
+                assert sent == [], vector["path"]
+            else:
+                assert wsp.put_file(path, "x").path == path

@@ -152,7 +152,7 @@ export interface EventsOptions {
 
 /** How a {@link WspClient} reaches its server. */
 export interface WspClientOptions {
-  /** The server's base URL, such as `http://127.0.0.1:8080`. */
+  /** The server's base URL, such as `http://127.0.0.1:8787`. */
   baseUrl: string;
   /** The API key, sent as `Authorization: Bearer <key>`; it decides whose workspace is used. */
   apiKey?: string;
@@ -179,7 +179,7 @@ const DEFAULT_CONTENT_TYPE = "text/markdown";
  * A client of one wsp server, acting with one API key (so on one owner's workspace).
  *
  * ```ts
- * const wsp = new WspClient({ baseUrl: "http://127.0.0.1:8080", apiKey: process.env.WSP_KEY });
+ * const wsp = new WspClient({ baseUrl: "http://127.0.0.1:8787", apiKey: process.env.WSP_KEY });
  * const file = await wsp.put("notes/plan.md", "# Plan\n", { ifNoneMatch: "*" });
  * await wsp.update("notes/plan.md", (f) => (f?.binary === false ? f.text : "") + "- ship\n");
  * for await (const event of wsp.events({ since: 0 })) console.log(event.payload.path);

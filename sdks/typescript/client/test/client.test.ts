@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import {
@@ -214,4 +215,30 @@ test("agents: the inventory, and an unknown agent is not found", async () => {
   const inventory = await wsp.agents();
   assert.ok(Array.isArray(inventory.agents));
   await assert.rejects(wsp.agent("no.such.agent"), WspNotFoundError);
+});
+
+test("the shared path vectors: refused ones never leave the client, accepted ones are written", async () => {
+  const vectors = JSON.parse(readFileSync(env.pathVectors, "utf-8")) as {
+    http_path: { path: string; expect: number }[];
+  };
+  let sent = 0;
+  const counting = new WspClient({
+    baseUrl: env.url,
+    apiKey: env.key,
+    fetch: (input, init) => {
+      sent += 1;
+      return fetch(input, init);
+    },
+  });
+  for (const vector of vectors.http_path) {
+    const path = vector.path === "LONG_257_CHARS" ? "a".repeat(257) : decodeURIComponent(vector.path);
+    if (vector.expect === 400) {
+      const before = sent;
+      await assert.rejects(counting.put(path, "x"), WspPathError, vector.path);
+      assert.equal(sent, before, `${vector.path} reached the network`);
+    } else {
+      const written = await counting.put(path, "x");
+      assert.equal(written.path, path);
+    }
+  }
 });

@@ -21,6 +21,10 @@ export const env = {
   key: required("WSP_KEY"),
   readonlyKey: required("WSP_KEY_READONLY"),
   otherKey: required("WSP_KEY_OTHER"),
+  /** The shared adversarial path vectors (`conformance/vectors/paths.json`). */
+  get pathVectors(): string {
+    return required("WSP_PATH_VECTORS");
+  },
 };
 
 /** A fresh path prefix, so that tests never see each other's files. */

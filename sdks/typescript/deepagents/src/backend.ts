@@ -117,7 +117,7 @@ export function isTextMediaType(type: string): boolean {
  * (such as `.png`) takes base64 content and stores the bytes, as Deep Agents' own backends do.
  *
  * ```ts
- * const backend = new WspBackend({ baseUrl: "http://127.0.0.1:8080", apiKey: process.env.WSP_KEY, root: "agents/a/" });
+ * const backend = new WspBackend({ baseUrl: "http://127.0.0.1:8787", apiKey: process.env.WSP_KEY, root: "agents/a/" });
  * const agent = createDeepAgent({ model, backend });
  * ```
  */

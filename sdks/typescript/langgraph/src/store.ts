@@ -83,7 +83,7 @@ type Filter = Record<string, unknown>;
  * (the last put of a key wins), as in `InMemoryStore`.
  *
  * ```ts
- * const store = new WspStore({ baseUrl: "http://127.0.0.1:8080", apiKey: process.env.WSP_KEY });
+ * const store = new WspStore({ baseUrl: "http://127.0.0.1:8787", apiKey: process.env.WSP_KEY });
  * await store.put(["users", "u-1"], "prefs", { theme: "dark" });
  * const item = await store.get(["users", "u-1"], "prefs");
  * const agent = createAgent({ model, tools, store });

@@ -197,7 +197,7 @@ class _Base:
 class Client(_Base):
     """A client of one wsp server, acting with one API key (so on one owner's workspace).
 
-    >>> with Client("http://127.0.0.1:8080", api_key) as wsp:          # doctest: +SKIP
+    >>> with Client("http://127.0.0.1:8787", api_key) as wsp:          # doctest: +SKIP
     ...     wsp.put_file("notes/plan.md", "# Plan\\n", if_none_match="*")
     ...     wsp.update_file("notes/plan.md", lambda f: (f.text if f else "") + "- ship\\n")
     ...     for event in wsp.events(since=0):
@@ -463,7 +463,7 @@ class AsyncClient(_Base):
     """The asynchronous `Client`: the same methods, as coroutines; `events` is an async
     iterator (close it with `aclose()`, or `contextlib.aclosing`, when leaving a loop early).
 
-    >>> async with AsyncClient("http://127.0.0.1:8080", api_key) as wsp:     # doctest: +SKIP
+    >>> async with AsyncClient("http://127.0.0.1:8787", api_key) as wsp:     # doctest: +SKIP
     ...     await wsp.put_file("notes/plan.md", "# Plan\\n")
     """
 

@@ -107,7 +107,7 @@ class WspBackend(BackendProtocol):
     its path (one request each). Binary files (written as bytes through the API) read as
     base64 `FileData`, as Deep Agents expects; `write` always stores text.
 
-    >>> backend = WspBackend(base_url="http://127.0.0.1:8080", api_key=key, root="agents/a/")  # doctest: +SKIP
+    >>> backend = WspBackend(base_url="http://127.0.0.1:8787", api_key=key, root="agents/a/")  # doctest: +SKIP
     >>> agent = create_deep_agent(model=model, backend=backend)                                 # doctest: +SKIP
     """
 

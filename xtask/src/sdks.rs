@@ -142,7 +142,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
                 ),
                 (
                     "WSP_PATH_VECTORS",
-                    project_root().join("conformance/vectors/paths.json").display().to_string(),
+                    project_root()
+                        .join("conformance/vectors/paths.json")
+                        .display()
+                        .to_string(),
                 ),
                 ("WSP_REPORT_HOST", format!("wsp serve ({backend})")),
             ])

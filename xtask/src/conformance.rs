@@ -26,7 +26,7 @@ fn backends(failed: &mut Vec<String>) -> Vec<(String, Vec<String>)> {
 /// process (the program's parent). xtask runs it rather than linking the `wsp-pgtest` crate, so
 /// that it links no wsp crate; the program names the server on stderr, or says in one line
 /// why there is none.
-fn postgres_url() -> Result<String> {
+pub(crate) fn postgres_url() -> Result<String> {
     let program = host::build_binary("wsp-pgtest", "wsp-pgtest")?;
     let out = Command::new(&program)
         .stdin(Stdio::null())

@@ -25,6 +25,7 @@ mod openapi;
 mod package;
 mod project;
 mod schemas;
+mod sdks;
 
 use std::process::ExitCode;
 
@@ -40,6 +41,7 @@ const GENERATORS: &[(&str, Generator)] = &[
     ("codegen", codegen::generate),
     ("asyncapi", asyncapi::generate),
     ("openapi", openapi::generate),
+    ("sdk-versions", sdks::versions),
 ];
 
 const USAGE: &str = "\
@@ -72,6 +74,12 @@ tasks:
   api-check [--report]
                       check api/openapi.json as SDK users do: Redocly and Spectral lint,
                       Schemathesis against `wsp serve` (--report: print, never fail)
+  sdk-versions [--check]
+                      set the versions of the packages of sdks/ to the workspace's
+  sdks [--generate] [--backend sqlite|postgres]...
+                      build, type-check and test the TypeScript and Python packages of
+                      sdks/ against wsp serve on SQLite and PostgreSQL (reports in
+                      target/conformance/; --generate rewrites their generated types)
   fuzz [--seconds N] [TARGET...]
                       build the libFuzzer targets of fuzz/ and run each N s (default 60); a
                       crash is saved in fuzz/regressions/<target>/ and fails the task
@@ -116,6 +124,8 @@ enum Task {
     Package,
     /// The console's browser tests.
     Console,
+    /// The packages of `sdks/`, with the arguments of [`sdks::run`].
+    Sdks(Vec<String>),
 }
 
 fn parse(args: &[String]) -> Result<Task> {
@@ -132,6 +142,7 @@ fn parse(args: &[String]) -> Result<Task> {
         "api-check" => return Ok(Task::ApiCheck(flags.to_vec())),
         "package" if flags.is_empty() => return Ok(Task::Package),
         "console" if flags.is_empty() => return Ok(Task::Console),
+        "sdks" => return Ok(Task::Sdks(flags.to_vec())),
         _ => {}
     }
     let check = match flags {
@@ -167,6 +178,7 @@ fn run(args: &[String]) -> Result<()> {
         Task::ApiCheck(args) => apicheck::run(&args),
         Task::Package => package::run(),
         Task::Console => console::run(),
+        Task::Sdks(args) => sdks::run(&args),
     }
 }
 
@@ -252,5 +264,13 @@ mod tests {
         check("api-check", Some(Task::ApiCheck(vec![])));
         check("console", Some(Task::Console));
         check("console --x", None);
+        check("sdks", Some(Task::Sdks(vec![])));
+        check(
+            "sdk-versions --check",
+            Some(Task::Generate {
+                index: 3,
+                check: true,
+            }),
+        );
     }
 }

@@ -176,7 +176,7 @@ fn report(samples: &[Sample], peak: Option<f64>, totals: &Value, seconds: u64) {
     println!();
     let marks: Vec<String> = (0..=minutes)
         .step_by(10)
-        .chain((minutes % 10 != 0).then_some(minutes))
+        .chain((!minutes.is_multiple_of(10)).then_some(minutes))
         .filter_map(|m| at(samples, m as f64 * 60.0).map(|(_, mib)| format!("{m} min {mib:.1}")))
         .collect();
     println!("RSS (MiB): {}", marks.join(", "));

@@ -41,7 +41,9 @@ const BLOCK: usize = 100;
 const USAGE: &str = "usage: cargo xtask bench vfs [--iterations N]   (N from 100 to 100000)
        cargo xtask bench snapshot                (snapshot cost at 10, 1,000 and 100,000 files)
        cargo xtask bench http [--seconds S] [--rounds N]
-                                                 (wsp serve against bare hyper and nginx)";
+                                                 (wsp serve against bare hyper and nginx)
+       cargo xtask bench soak [--minutes M] [--sample S] [--connections N] [--subscribers N] [--runs N]
+                                                 (resident set of wsp serve under mixed load)";
 
 /// Runs `cargo xtask bench ARGS`.
 pub(crate) fn run(args: &[String]) -> Result<()> {
@@ -49,6 +51,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         [name, rest @ ..] if name == "vfs" => vfs(parse_iterations(rest)?),
         [name] if name == "snapshot" => snapshot(),
         [name, rest @ ..] if name == "http" => crate::bench_http::run(rest),
+        [name, rest @ ..] if name == "soak" => crate::bench_soak::run(rest),
         _ => Err(USAGE.into()),
     }
 }

@@ -79,17 +79,17 @@ const SCENARIOS: &[Scenario] = &[
 ];
 
 /// What a server is, as the load generator addresses it.
-struct Target {
+pub(crate) struct Target {
     /// Its name in the table.
     name: String,
     /// `http://HOST:PORT` of each replica.
-    urls: Vec<String>,
+    pub(crate) urls: Vec<String>,
     /// How it names the files: `/v1/host/workspace/files/` or `/`.
     kind: Kind,
     /// The key, for wsp.
-    key: Option<String>,
+    pub(crate) key: Option<String>,
     /// Its processes (killed on drop) and their pids, for the peak resident set.
-    processes: Vec<Child>,
+    pub(crate) processes: Vec<Child>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -197,7 +197,7 @@ struct Figures {
 pub(crate) fn run(args: &[String]) -> Result<()> {
     let (seconds, rounds) = parse_args(args)?;
     let bins = build()?;
-    let work = Workdir::new()?;
+    let work = Workdir::new("http")?;
     let mut targets = vec![
         start_wsp(
             &bins.wsp,
@@ -335,11 +335,12 @@ fn load(program: &Path, args: &[String], seconds: f64) -> Result<Figures> {
 }
 
 /// A temporary directory, removed on drop.
-struct Workdir(PathBuf);
+pub(crate) struct Workdir(pub(crate) PathBuf);
 
 impl Workdir {
-    fn new() -> Result<Self> {
-        let dir = std::env::temp_dir().join(format!("wsp-bench-http-{}", std::process::id()));
+    /// `wsp-bench-<bench>-<pid>` in the temporary directory.
+    pub(crate) fn new(bench: &str) -> Result<Self> {
+        let dir = std::env::temp_dir().join(format!("wsp-bench-{bench}-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         Ok(Self(dir))
     }
@@ -386,7 +387,7 @@ fn start_until(mut cmd: Command, marker: &str, what: &str) -> Result<(Child, Str
 
 /// `wsp serve` on `store` (default: the SQLite file of `data`), `replicas` processes sharing
 /// it, a key, and the two files the reads fetch.
-fn start_wsp(
+pub(crate) fn start_wsp(
     wsp: &Path,
     data: &Path,
     store: &[&str],

@@ -12,6 +12,7 @@ mod apicheck;
 mod asyncapi;
 mod bench;
 mod bench_http;
+mod bench_soak;
 mod codegen;
 mod config_schema;
 mod conformance;
@@ -69,6 +70,10 @@ tasks:
   bench http [--seconds S] [--rounds N]
                       wsp serve's file path (GET, PUT at 1/8/64 connections, mixed) against a
                       bare hyper server and nginx (when installed), with ratios and peak RSS
+  bench soak [--minutes M] [--sample S]
+                      mixed load (GETs, PUTs, change-feed subscribers, runs) on wsp serve
+                      (SQLite) for M minutes (30), its resident set every S seconds (30) and
+                      the slope over the last two thirds in MiB per 10 minutes
   package             cargo package every published crate, each verified from its package
                       alone (earlier extractions of the workspace's crates removed first)
   api-check [--report]

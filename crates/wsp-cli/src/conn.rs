@@ -1,6 +1,7 @@
 //! The connection flags of `wsp serve` and `wsp mcp --http`: what a client's connection may
 //! take (`--header-timeout`, `--idle-timeout`, `--body-timeout`, `--body-deadline`,
-//! `--write-timeout`), how many may be open (`--max-connections`), how long shutdown waits
+//! `--min-body-rate`, `--body-rate-window`, `--write-timeout`), how many may be open
+//! (`--max-connections`, `--max-connections-per-address`), how long shutdown waits
 //! (`--drain-timeout`), whether they speak TLS (`--tls-cert`, `--tls-key`), and for MCP which
 //! hosts and browser origins are answered (`--allow-host`, `--allow-origin`).
 
@@ -23,11 +24,18 @@ pub struct ConnArgs {
     #[arg(long, env = "WSP_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     /// Most client connections open at once. At the cap, the connection idle longest (no
-    /// request in progress) is closed to make room; when all are busy, new ones wait.
-    /// [default: three quarters of the open-file limit, which is raised to its hard limit at
-    /// start, at most 16384]
+    /// request in progress) is closed to make room, else the one whose request body is
+    /// furthest behind --min-body-rate (answered 408); when all are busy otherwise, new ones
+    /// wait. [default: three quarters of the open-file limit, which is raised to its hard
+    /// limit at start, at most 16384]
     #[arg(long, env = "WSP_MAX_CONNECTIONS", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     max_connections: Option<u64>,
+    /// Most connections open at once from one client address (an IPv4 address or an IPv6
+    /// /64; loopback included). Over it, that address's own idle or slowest connection makes
+    /// room, or the new connection is closed. Behind a reverse proxy every client has the
+    /// proxy's address: raise it to --max-connections.
+    #[arg(long, env = "WSP_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = ConnectionLimits::DEFAULT_MAX_CONNECTIONS_PER_ADDRESS as u64, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_connections_per_address: u64,
     /// Seconds a client has to send a whole request header (from connecting, or from the
     /// first byte of a later request on a kept-alive connection).
     #[arg(long, env = "WSP_HEADER_TIMEOUT", default_value_t = ConnectionLimits::DEFAULT_HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -41,6 +49,14 @@ pub struct ConnArgs {
     /// Seconds a whole request body may take to arrive.
     #[arg(long, env = "WSP_BODY_DEADLINE", default_value_t = ConnectionLimits::DEFAULT_BODY_DEADLINE.as_secs(), value_parser = clap::value_parser!(u64).range(1..=86_400))]
     body_deadline: u64,
+    /// Bytes per second a request body must average over each --body-rate-window while the
+    /// server waits for it; slower, the request is answered 408 and its connection closed
+    /// (0: no minimum).
+    #[arg(long, env = "WSP_MIN_BODY_RATE", default_value_t = ConnectionLimits::DEFAULT_MIN_BODY_RATE, value_parser = clap::value_parser!(u64).range(0..=1_000_000_000))]
+    min_body_rate: u64,
+    /// Seconds over which --min-body-rate is measured; a body starts with one window of grace.
+    #[arg(long, env = "WSP_BODY_RATE_WINDOW", default_value_t = ConnectionLimits::DEFAULT_BODY_RATE_WINDOW.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
+    body_rate_window: u64,
     /// Seconds a response may wait for the client to read it before the connection closes.
     #[arg(long, env = "WSP_WRITE_TIMEOUT", default_value_t = ConnectionLimits::DEFAULT_WRITE_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..=3600))]
     write_timeout: u64,
@@ -84,9 +100,17 @@ impl ConnArgs {
                  idle connections are closed to accept new ones"
             );
         }
-        tracing::info!(max_connections, "connection cap");
+        let per_address = usize::try_from(self.max_connections_per_address).unwrap_or(usize::MAX);
+        tracing::info!(
+            max_connections,
+            max_connections_per_address = per_address,
+            "connection cap"
+        );
         ConnectionLimits::default()
             .with_max_connections(max_connections)
+            .with_max_connections_per_address(per_address)
+            .with_min_body_rate(self.min_body_rate)
+            .with_body_rate_window(Duration::from_secs(self.body_rate_window))
             .with_header_timeout(Duration::from_secs(self.header_timeout))
             .with_idle_timeout(Duration::from_secs(self.idle_timeout))
             .with_body_timeout(Duration::from_secs(self.body_timeout))

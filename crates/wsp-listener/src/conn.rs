@@ -3,8 +3,8 @@
 use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::{Pin, pin};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures_util::task::AtomicWaker;
@@ -15,8 +15,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
 use crate::ConnectionLimits;
-use crate::body::{BoxError, RequestBody, ResponseBody};
-use crate::registry::Registry;
+use crate::body::{BoxError, Cut, RequestBody, ResponseBody};
+use crate::registry::{Peer, Registry};
 
 /// Close when no request is in progress, else finish the current response and close: room
 /// was needed for a new connection.
@@ -27,12 +27,17 @@ pub(crate) const DRAIN: u8 = 2;
 pub(crate) const ABORT: u8 = 4;
 /// Finish the current response and close: its request body was cut.
 const CLOSE_AFTER_RESPONSE: u8 = 8;
+/// Cut the request body the handler waits for (it is behind the minimum rate) and close after
+/// the response: room was needed for a new connection and none was idle.
+pub(crate) const CUT_BODY: u8 = 16;
 
 /// What one connection is doing, shared by its task, its I/O, its requests' bodies and the
 /// registry. Times are nanoseconds since the registry's epoch; 0 means "none".
 pub(crate) struct ConnState {
     epoch: Instant,
     accepted: u64,
+    /// The client's address, as the per-address limit counts it.
+    pub(crate) peer: Peer,
     /// Requests whose response is not finished yet.
     in_flight: AtomicU32,
     /// Requests whose header arrived whole.
@@ -43,8 +48,16 @@ pub(crate) struct ConnState {
     header_started: AtomicU64,
     /// Since when a write has been waiting for the client to read.
     write_stalled_since: AtomicU64,
+    /// While the handler waits for request-body bytes under a minimum rate: when the body's
+    /// credit runs out.
+    body_exhausts_at: AtomicU64,
+    /// Why the listener cut the current request's body, if it did.
+    cut: Mutex<Option<Cut>>,
     signals: AtomicU8,
+    /// The connection's task.
     waker: AtomicWaker,
+    /// The handler waiting for request-body bytes (it may run in a task of its own).
+    body_waker: AtomicWaker,
 }
 
 /// Why a connection was closed by the listener rather than by its client.
@@ -74,18 +87,22 @@ impl Close {
 }
 
 impl ConnState {
-    pub(crate) fn new(epoch: Instant) -> Self {
+    pub(crate) fn new(epoch: Instant, peer: Peer) -> Self {
         let accepted = nanos_since(epoch, Instant::now());
         Self {
             epoch,
             accepted,
+            peer,
             in_flight: AtomicU32::new(0),
             requests: AtomicU64::new(0),
             idle_since: AtomicU64::new(accepted),
             header_started: AtomicU64::new(0),
             write_stalled_since: AtomicU64::new(0),
+            body_exhausts_at: AtomicU64::new(0),
+            cut: Mutex::new(None),
             signals: AtomicU8::new(0),
             waker: AtomicWaker::new(),
+            body_waker: AtomicWaker::new(),
         }
     }
 
@@ -104,11 +121,51 @@ impl ConnState {
         idle.then(|| self.idle_since.load(SeqCst))
     }
 
-    /// Raises `signal` (one of [`SHED`], [`DRAIN`], [`ABORT`]) and wakes the task; whether it
-    /// was raised by this call.
+    /// While its handler waits for request-body bytes that are behind the minimum rate: when
+    /// the body's credit runs out (nanoseconds since the epoch; the earliest is furthest
+    /// behind).
+    pub(crate) fn body_exhausts_at(&self) -> Option<u64> {
+        let at = self.body_exhausts_at.load(SeqCst);
+        (at != 0 && self.in_flight.load(SeqCst) > 0).then_some(at)
+    }
+
+    /// The handler waits for body bytes whose credit runs out at `exhausted`, or (`None`) it
+    /// does not wait any more; whether it started waiting with this call.
+    pub(crate) fn body_waiting(&self, exhausted: Option<Instant>) -> bool {
+        let at = exhausted.map_or(0, |t| nanos_since(self.epoch, t).max(1));
+        self.body_exhausts_at.swap(at, SeqCst) == 0 && at != 0
+    }
+
+    pub(crate) fn register_body_waker(&self, waker: &std::task::Waker) {
+        self.body_waker.register(waker);
+    }
+
+    /// Whether the registry asked for the waiting body to be cut.
+    pub(crate) fn body_cut_requested(&self) -> bool {
+        self.signals() & CUT_BODY != 0
+    }
+
+    /// The listener cut the current request's body: its answer will be 408.
+    pub(crate) fn body_was_cut(&self, cut: Cut) {
+        *self
+            .cut
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cut);
+    }
+
+    fn take_cut(&self) -> Option<Cut> {
+        self.cut
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+
+    /// Raises `signal` (one of [`SHED`], [`DRAIN`], [`ABORT`], [`CUT_BODY`]) and wakes the task
+    /// and a handler waiting for its body; whether it was raised by this call.
     pub(crate) fn signal(&self, signal: u8) -> bool {
         let before = self.signals.fetch_or(signal, SeqCst);
         self.waker.wake();
+        self.body_waker.wake();
         before & signal == 0
     }
 
@@ -125,6 +182,8 @@ impl ConnState {
         self.in_flight.fetch_add(1, SeqCst);
         self.requests.fetch_add(1, SeqCst);
         self.header_started.store(0, SeqCst);
+        self.body_exhausts_at.store(0, SeqCst);
+        self.take_cut();
         RequestGuard {
             conn: self.clone(),
             registry: registry.clone(),
@@ -333,19 +392,19 @@ where
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         let guard = self.conn.begin_request(&self.registry);
         let request = request.map(|body| {
-            RequestBody::new(
-                body,
-                self.conn.clone(),
-                self.limits.body_timeout,
-                self.limits.body_deadline,
-            )
+            RequestBody::new(body, self.conn.clone(), self.registry.clone(), &self.limits)
         });
         let mut service = self.inner.clone();
+        let conn = self.conn.clone();
         Box::pin(async move {
             poll_fn(|cx| service.poll_ready(cx))
                 .await
                 .map_err(Into::into)?;
             let response = service.call(request).await.map_err(Into::into)?;
+            // The listener cut the body: its answer, whatever the handler made of the error.
+            if let Some(cut) = conn.take_cut() {
+                return Ok(ResponseBody::request_timeout(cut, guard));
+            }
             Ok(response.map(|body| ResponseBody::new(body, guard)))
         })
     }

@@ -5,14 +5,19 @@
 //! (counted from the accept; on a TLS listener the handshake runs inside that time, so a
 //! client that connects and never finishes its handshake is closed like a silent one); one
 //! idle between requests after [`ConnectionLimits::idle_timeout`]; a request body that
-//! stalls or trickles is cut ([`ConnectionLimits::body_timeout`],
+//! stalls, trickles below [`ConnectionLimits::min_body_rate`] or takes too long is cut and
+//! answered 408 ([`ConnectionLimits::body_timeout`], [`ConnectionLimits::body_rate_window`],
 //! [`ConnectionLimits::body_deadline`]); a response the client does not read is dropped after
-//! [`ConnectionLimits::write_timeout`]. At [`ConnectionLimits::max_connections`], the
-//! connection idle longest makes room for a new one, so sockets that never send a request
-//! cannot lock out a client that does; busy connections are never shed (new ones wait for a
-//! slot instead). An accept error (out of file descriptors) closes an idle connection and
-//! backs off briefly; it never ends the loop. Shutdown stops accepting, lets requests in
-//! progress finish for [`ConnectionLimits::drain_timeout`], then closes what is left.
+//! [`ConnectionLimits::write_timeout`]. At [`ConnectionLimits::max_connections`], a
+//! connection that makes no progress makes room for a new one: the one idle longest, else the
+//! one whose request body is furthest behind the minimum rate. So sockets that never send a
+//! request, or send their body a byte at a time, cannot lock out a client that does; other
+//! busy connections are never shed (new ones wait for a slot instead). One client address
+//! holds at most [`ConnectionLimits::max_connections_per_address`] connections: over it, its
+//! own connection making least progress makes room, or the new one is closed at once. An
+//! accept error (out of file descriptors) closes an idle connection and backs off briefly; it
+//! never ends the loop. Shutdown stops accepting, lets requests in progress finish for
+//! [`ConnectionLimits::drain_timeout`], then closes what is left.
 //!
 //! The accept loop only accepts: a TLS handshake runs in its connection's task, so a slow one
 //! never holds up the next accept; until it finishes, the connection counts against the cap
@@ -61,13 +66,14 @@ pub use body::{BodyError, BoxError, RequestBody};
 pub use limits::{ConnectionLimits, fd_limit, raise_fd_limit};
 pub use tls::{ServerTls, TlsError, TlsFile, TlsProblem};
 
-use registry::Registry;
+use registry::{Peer, Registry};
 
 /// After an accept error that is not about one connection (out of file descriptors or
 /// memory), the accept loop waits this long, or until a connection closes, before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
-/// Accept errors are logged at most this often.
+/// Accept errors, and connections refused over the per-address limit, are logged at most
+/// this often.
 const ACCEPT_ERROR_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// What [`serve`] accepts connections on: a TCP listener, speaking plain HTTP or, with a
@@ -131,16 +137,18 @@ where
     let registry = Arc::new(Registry::new());
     let builder = Arc::new(http1(&limits));
     let cap = limits.max_connections.max(1);
+    let per_address = limits.max_connections_per_address.max(1);
     let mut shutdown = pin!(shutdown);
     let mut errors = AcceptErrors::default();
+    let mut refused = Refusals::default();
     loop {
         let accepted = tokio::select! {
             biased;
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok((stream, addr)) => (stream, Peer::of(addr.ip())),
             Err(e) if is_about_one_connection(&e) => continue,
             Err(e) => {
                 errors.report(&e);
@@ -158,7 +166,15 @@ where
                 }
             }
         };
-        // At the cap: the connection idle longest makes room, or this one waits for a slot.
+        // Over its address's limit: its own connection making least progress makes room, or
+        // this one is closed at once (waiting would hold up every other client's accept).
+        if !registry.admit(peer, per_address) {
+            drop(stream);
+            refused.report(peer);
+            continue;
+        }
+        // At the cap: the connection making least progress makes room, or this one waits for
+        // a slot.
         tokio::select! {
             biased;
             () = &mut shutdown => break,
@@ -166,7 +182,7 @@ where
         }
         // Small responses and event-stream lines go out at once, not after a delayed ACK.
         let _ = stream.set_nodelay(true);
-        let registered = registry.open();
+        let registered = registry.open(peer);
         let conn = registered.conn.clone();
         let (registry, builder, service) = (registry.clone(), builder.clone(), service.clone());
         let tls = tls.clone();
@@ -219,6 +235,36 @@ fn is_out_of_descriptors(e: &io::Error) -> bool {
     use rustix::io::Errno;
     Errno::from_io_error(e)
         .is_some_and(|n| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&n))
+}
+
+/// Logs connections refused over the per-address limit at most once per
+/// [`ACCEPT_ERROR_LOG_INTERVAL`], with how many there were since the last line.
+#[derive(Default)]
+struct Refusals {
+    last_logged: Option<Instant>,
+    unlogged: u64,
+}
+
+impl Refusals {
+    fn report(&mut self, peer: Peer) {
+        self.unlogged += 1;
+        let now = Instant::now();
+        if self
+            .last_logged
+            .is_some_and(|t| now.duration_since(t) < ACCEPT_ERROR_LOG_INTERVAL)
+        {
+            tracing::debug!(%peer, "connection refused: over the per-address limit");
+            return;
+        }
+        tracing::warn!(
+            %peer,
+            refused = self.unlogged,
+            "connections refused: one address holds --max-connections-per-address busy \
+             connections (behind a proxy, raise it)"
+        );
+        self.last_logged = Some(now);
+        self.unlogged = 0;
+    }
 }
 
 /// Logs accept errors at most once per [`ACCEPT_ERROR_LOG_INTERVAL`], with how many there

@@ -20,11 +20,20 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConnectionLimits {
-    /// Most connections open at once. At the cap, the connection that has been idle longest
-    /// (no request in progress: it has not sent a complete request header yet, or it waits
-    /// between keep-alive requests) is closed to make room; when every connection is busy,
-    /// new ones wait in the kernel's backlog until one ends or goes idle.
+    /// Most connections open at once. At the cap, a connection that makes no progress is
+    /// closed to make room: the one idle longest (no request in progress: it has not sent a
+    /// complete request header yet, or it waits between keep-alive requests), else, when
+    /// [`Self::min_body_rate`] is set, the one whose handler waits for a request body that is
+    /// furthest behind that rate (its request is answered 408). When every connection is busy
+    /// otherwise, new ones wait in the kernel's backlog until one ends or goes idle.
     pub max_connections: usize,
+    /// Most connections open at once from one client address: an IPv4 address, or an IPv6
+    /// /64 network (one host usually holds a whole /64); an IPv4-mapped IPv6 address counts as
+    /// its IPv4 address. Loopback counts like any other address. A new connection over it
+    /// closes that address's own connection making no progress (as at
+    /// [`Self::max_connections`]), or else is closed at once. Behind a reverse proxy every
+    /// connection comes from the proxy's address: raise it to [`Self::max_connections`].
+    pub max_connections_per_address: usize,
     /// A request header must arrive whole within this time: from the accept for a new
     /// connection, from its first byte on a kept-alive one.
     pub header_timeout: Duration,
@@ -34,6 +43,16 @@ pub struct ConnectionLimits {
     pub body_timeout: Duration,
     /// Longest time to receive a whole request body, from the handler's first read.
     pub body_deadline: Duration,
+    /// Least rate, in bytes per second, at which a request body must arrive while its handler
+    /// waits for it; 0 turns it off. A body starts with one [`Self::body_rate_window`] of
+    /// credit (the grace: `min_body_rate × body_rate_window` bytes), spends it at this rate
+    /// while the handler waits and earns it back with every byte, never above one window's
+    /// worth; when the credit runs out the body is cut (408) and its connection closed. So a
+    /// body must bring `min_body_rate × body_rate_window` bytes within each window of waiting,
+    /// however it spreads them, and time the handler spends elsewhere is not counted.
+    pub min_body_rate: u64,
+    /// The window [`Self::min_body_rate`] is measured over, and the grace a body starts with.
+    pub body_rate_window: Duration,
     /// Longest time a response may wait for the client to read it (a write making no
     /// progress); then the connection is closed.
     pub write_timeout: Duration,
@@ -46,6 +65,24 @@ impl ConnectionLimits {
     /// This configuration with [`ConnectionLimits::max_connections`] set.
     pub fn with_max_connections(mut self, max_connections: usize) -> Self {
         self.max_connections = max_connections;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::max_connections_per_address`] set.
+    pub fn with_max_connections_per_address(mut self, max_connections_per_address: usize) -> Self {
+        self.max_connections_per_address = max_connections_per_address;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::min_body_rate`] set.
+    pub fn with_min_body_rate(mut self, min_body_rate: u64) -> Self {
+        self.min_body_rate = min_body_rate;
+        self
+    }
+
+    /// This configuration with [`ConnectionLimits::body_rate_window`] set.
+    pub fn with_body_rate_window(mut self, body_rate_window: Duration) -> Self {
+        self.body_rate_window = body_rate_window;
         self
     }
 
@@ -95,6 +132,12 @@ impl ConnectionLimits {
     pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
     /// Default [`Self::body_deadline`]: 5 minutes.
     pub const DEFAULT_BODY_DEADLINE: Duration = Duration::from_secs(300);
+    /// Default [`Self::min_body_rate`]: 512 bytes per second.
+    pub const DEFAULT_MIN_BODY_RATE: u64 = 512;
+    /// Default [`Self::body_rate_window`]: 10 seconds.
+    pub const DEFAULT_BODY_RATE_WINDOW: Duration = Duration::from_secs(10);
+    /// Default [`Self::max_connections_per_address`]: 256.
+    pub const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
     /// Default [`Self::write_timeout`]: 30 seconds.
     pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
     /// Default [`Self::drain_timeout`]: 30 seconds.
@@ -125,6 +168,9 @@ impl Default for ConnectionLimits {
             idle_timeout: Self::DEFAULT_IDLE_TIMEOUT,
             body_timeout: Self::DEFAULT_BODY_TIMEOUT,
             body_deadline: Self::DEFAULT_BODY_DEADLINE,
+            min_body_rate: Self::DEFAULT_MIN_BODY_RATE,
+            body_rate_window: Self::DEFAULT_BODY_RATE_WINDOW,
+            max_connections_per_address: Self::DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
             write_timeout: Self::DEFAULT_WRITE_TIMEOUT,
             drain_timeout: Self::DEFAULT_DRAIN_TIMEOUT,
         }

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 use wsp_listener::ConnectionLimits;
@@ -21,12 +21,19 @@ use wsp_listener::ConnectionLimits;
 use crate::support::{PATIENCE, closed, read_response, relaxed};
 
 /// The app: `/` answers at once, `/echo` reads its body (408 with the error when reading
-/// fails), `/wait` answers when the test releases it, `/forever` never answers, `/stream`
-/// streams without end.
+/// fails), `/shrug` reads its body and answers 200 even when reading fails, `/wait` answers
+/// when the test releases it, `/forever` never answers, `/stream` streams without end.
 fn app(release: Arc<Notify>) -> Router {
     Router::new()
         .route("/", get(|| async { "hello" }))
         .route("/echo", post(echo))
+        .route(
+            "/shrug",
+            post(|body: Body| async move {
+                let (_, said) = echo(body).await;
+                said
+            }),
+        )
         .route("/late", post(late_echo))
         .route(
             "/wait",
@@ -107,6 +114,13 @@ impl Server {
         TcpStream::connect(self.addr).await.unwrap()
     }
 
+    /// A connection from another loopback address, `127.0.0.2`.
+    async fn connect_from_elsewhere(&self) -> TcpStream {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        socket.connect(self.addr).await.unwrap()
+    }
+
     fn shut_down(&mut self) {
         let _ = self.stop.take().unwrap().send(());
     }
@@ -180,7 +194,13 @@ async fn a_stalled_body_is_cut_after_the_body_timeout() {
 
 #[tokio::test]
 async fn a_pause_of_the_handler_is_not_blamed_on_the_client() {
-    let server = Server::start(relaxed().with_body_timeout(Duration::from_secs(1))).await;
+    // Neither as a pause nor against the rate: 20 bytes over 2 s at 10 bytes per second, of
+    // which the handler waits 0.5 s.
+    let limits = relaxed()
+        .with_body_timeout(Duration::from_secs(1))
+        .with_min_body_rate(10)
+        .with_body_rate_window(Duration::from_secs(1));
+    let server = Server::start(limits).await;
     let mut stream = server.connect().await;
     stream
         .write_all(b"POST /late HTTP/1.1\r\nHost: test\r\nContent-Length: 20\r\n\r\n0123456789")
@@ -340,4 +360,216 @@ async fn the_drain_timeout_closes_requests_that_do_not_finish() {
         .unwrap()
         .unwrap();
     assert!(closed(&mut stuck).await);
+}
+
+/// Starts a `POST path` of `length` bytes on `stream` and sends one byte of it every `every`
+/// until the server answers or closes; returns what it read (empty when it was closed without
+/// an answer).
+fn trickle(stream: TcpStream, path: &str, length: usize, every: Duration) -> JoinHandle<String> {
+    let head = format!("POST {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {length}\r\n\r\n");
+    tokio::spawn(async move {
+        let (mut reader, mut writer) = stream.into_split();
+        writer.write_all(head.as_bytes()).await.unwrap();
+        let writing = async move {
+            for _ in 0..length {
+                if writer.write_all(b"x").await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(every).await;
+            }
+            std::future::pending::<()>().await;
+        };
+        let reading = async {
+            let mut answer = Vec::new();
+            let _ = reader.read_to_end(&mut answer).await;
+            String::from_utf8_lossy(&answer).into_owned()
+        };
+        tokio::select! {
+            answer = reading => answer,
+            () = writing => unreachable!(),
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_body_below_the_minimum_rate_is_cut_and_answered_408() {
+    // 1,000 bytes per second over 500 ms windows; the client sends 10 a second.
+    let limits = relaxed()
+        .with_min_body_rate(1000)
+        .with_body_rate_window(Duration::from_millis(500));
+    let server = Server::start(limits).await;
+    // The handler answers 200 whatever it reads: the listener's 408 stands instead.
+    let slow = trickle(
+        server.connect().await,
+        "/shrug",
+        1000,
+        Duration::from_millis(100),
+    );
+    let answer = tokio::time::timeout(PATIENCE, slow).await;
+    let answer = answer
+        .expect("a body below the rate was waited for")
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("slower than 1000 bytes per second"),
+        "{answer}"
+    );
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    // A body at the rate, sent at once, is read whole.
+    let mut prompt = server.connect().await;
+    prompt
+        .write_all(b"POST /echo HTTP/1.1\r\nHost: test\r\nContent-Length: 5000\r\n\r\n")
+        .await
+        .unwrap();
+    prompt.write_all(&[b'y'; 5000]).await.unwrap();
+    let answer = tokio::time::timeout(PATIENCE, read_response(&mut prompt)).await;
+    assert_eq!(answer.expect("an answer"), (200, "5000 bytes".into()));
+}
+
+#[tokio::test]
+async fn trickling_bodies_at_the_cap_make_way_for_a_prompt_client() {
+    // 20 connections; a window so long that no body is cut for its rate during the test:
+    // only shedding can let anyone in.
+    let limits = relaxed()
+        .with_max_connections(20)
+        .with_min_body_rate(1000)
+        .with_body_rate_window(Duration::from_secs(600));
+    let server = Server::start(limits).await;
+    let mut tricklers = Vec::new();
+    for _ in 0..20 {
+        let stream = server.connect().await;
+        tricklers.push(trickle(
+            stream,
+            "/echo",
+            100_000,
+            Duration::from_millis(200),
+        ));
+    }
+    // Every handler is reading its body when the 21st trickler and the client arrive.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stream = server.connect().await;
+    tricklers.push(trickle(
+        stream,
+        "/echo",
+        100_000,
+        Duration::from_millis(200),
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut client = server.connect().await;
+    let answer = tokio::time::timeout(PATIENCE, get_on(&mut client, "/")).await;
+    assert_eq!(
+        answer.expect("a prompt client was locked out by trickling bodies"),
+        (200, "hello".into())
+    );
+    // Two tricklers made room (for the 21st and for the client); each was answered 408.
+    let mut shed = 0;
+    for trickler in &mut tricklers {
+        if let Ok(answer) = tokio::time::timeout(Duration::from_millis(100), trickler).await {
+            let answer = answer.unwrap();
+            assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+            assert!(answer.contains("connection limit"), "{answer}");
+            shed += 1;
+        }
+    }
+    assert_eq!(shed, 2, "tricklers shed");
+    for trickler in tricklers {
+        trickler.abort();
+    }
+}
+
+#[tokio::test]
+async fn busy_connections_not_reading_a_body_are_not_shed_for_trickling_ones() {
+    // At the cap, a handler that works (no body to wait for) is never a candidate.
+    let limits = relaxed()
+        .with_max_connections(2)
+        .with_min_body_rate(1000)
+        .with_body_rate_window(Duration::from_secs(600));
+    let server = Server::start(limits).await;
+    let mut working = server.connect().await;
+    working
+        .write_all(b"GET /wait HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    let slow = trickle(
+        server.connect().await,
+        "/echo",
+        100_000,
+        Duration::from_millis(200),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut client = server.connect().await;
+    let answer = tokio::time::timeout(PATIENCE, get_on(&mut client, "/")).await;
+    assert_eq!(
+        answer.expect("the client was locked out"),
+        (200, "hello".into())
+    );
+    let cut = tokio::time::timeout(PATIENCE, slow).await;
+    assert!(
+        cut.expect("the trickler was kept")
+            .unwrap()
+            .starts_with("HTTP/1.1 408")
+    );
+    server.release.notify_waiters();
+    let answer = tokio::time::timeout(PATIENCE, read_response(&mut working)).await;
+    assert_eq!(answer.expect("the working request"), (200, "done".into()));
+}
+
+#[tokio::test]
+async fn one_address_holds_at_most_its_limit_of_connections() {
+    let server = Server::start(relaxed().with_max_connections_per_address(3)).await;
+    // Three busy connections from 127.0.0.1.
+    let mut busy = Vec::new();
+    for _ in 0..3 {
+        let mut s = server.connect().await;
+        s.write_all(b"GET /wait HTTP/1.1\r\nHost: test\r\n\r\n")
+            .await
+            .unwrap();
+        busy.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A fourth from the same address is closed without an answer...
+    let mut fourth = server.connect().await;
+    let _ = fourth
+        .write_all(b"GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await;
+    let mut sink = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, fourth.read_to_end(&mut sink)).await;
+    assert!(
+        read.is_ok(),
+        "a connection over the address's limit was kept"
+    );
+    assert!(sink.is_empty(), "{}", String::from_utf8_lossy(&sink));
+    // ... while another address is served.
+    let mut elsewhere = server.connect_from_elsewhere().await;
+    let answer = tokio::time::timeout(PATIENCE, get_on(&mut elsewhere, "/")).await;
+    assert_eq!(answer.expect("another address"), (200, "hello".into()));
+    // Once they are idle, the address's own idle connection makes room for its next one.
+    server.release.notify_waiters();
+    for s in &mut busy {
+        let answer = tokio::time::timeout(PATIENCE, read_response(s)).await;
+        assert_eq!(answer.expect("a busy request"), (200, "done".into()));
+    }
+    let mut next = server.connect().await;
+    let answer = tokio::time::timeout(PATIENCE, get_on(&mut next, "/")).await;
+    assert_eq!(
+        answer.expect("the address's next connection"),
+        (200, "hello".into())
+    );
+    // One of the three (the one idle longest) was closed to make that room.
+    let mut closed_now = 0;
+    for s in &mut busy {
+        let mut byte = [0u8; 1];
+        if let Ok(Ok(0) | Err(_)) =
+            tokio::time::timeout(Duration::from_secs(1), s.read(&mut byte)).await
+        {
+            closed_now += 1;
+        }
+    }
+    assert_eq!(
+        closed_now, 1,
+        "idle connections of the address closed to make room"
+    );
 }

@@ -20,6 +20,7 @@ pub fn relaxed() -> ConnectionLimits {
         .with_idle_timeout(Duration::from_secs(60))
         .with_body_timeout(Duration::from_secs(60))
         .with_body_deadline(Duration::from_secs(60))
+        .with_body_rate_window(Duration::from_secs(60))
         .with_write_timeout(Duration::from_secs(60))
         .with_drain_timeout(Duration::from_secs(60))
 }

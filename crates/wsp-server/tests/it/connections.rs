@@ -147,7 +147,8 @@ async fn a_stalled_upload_is_refused_and_its_connection_closed() {
         .unwrap();
     stream.write_all(&body.as_bytes()[..5]).await.unwrap();
     let answer = tokio::time::timeout(PATIENCE, status(&mut stream)).await;
-    assert_eq!(answer.expect("the upload was waited for forever"), 400);
+    // The listener answers a body it cut, whatever the handler made of the error.
+    assert_eq!(answer.expect("the upload was waited for forever"), 408);
     assert!(closed(&mut stream).await, "the connection stayed open");
 }
 

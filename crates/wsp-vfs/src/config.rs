@@ -76,8 +76,10 @@ pub struct WorkspaceConfig {
     pub deny_extra: Vec<String>,
 }
 
-/// The schema of `deny` says what its absence means.
+/// The schema of `deny` says what its absence means (and that a table writes a list, never a
+/// null).
 fn deny_default(schema: &mut schemars::Schema) {
+    schema.insert("type".into(), "array".into());
     schema.insert("default".into(), serde_json::json!(DEFAULT_DENY));
 }
 
@@ -747,6 +749,13 @@ mod tests {
             (entry("/p", "ro", "{ virtual = \"a\" }") + "follow_symlinks = true\n", Err("apply only to physical")),
             (entry("/p", "ro", &dir) + "follow_symlinks = true\nallow_hard_links = true\n", Ok(1)),
             ("[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { virtual = \"a\" }\nextra = 1\n".into(), Err("unknown field")),
+            (entry("/p", "ro", &dir) + "deny = []\n", Ok(1)),
+            (entry("/p", "ro", &dir) + "deny = [\"secrets/**\", \"*.log\"]\ndeny_extra = [\"**/*.bak\"]\n", Ok(1)),
+            (entry("/p", "ro", "{ virtual = \"a\" }") + "deny_extra = [\"private/**\"]\n", Ok(1)),
+            (entry("/p", "ro", &dir) + &entry("/q", "rw", &dir) + "deny = [\"a/[b\"]\n", Err("workspace entry 2 (path \"/q\"): deny pattern \"a/[b\" is not valid: unclosed character class")),
+            (entry("/p", "ro", &dir) + "deny_extra = [\"ok\", \"/.env\"]\n", Err("workspace entry 1 (path \"/p\"): deny pattern \"/.env\" is not valid: patterns are relative to the workspace's root: write \".env\"")),
+            (entry("/p", "ro", &dir) + "deny = [\"build/\"]\n", Err("deny pattern \"build/\" is not valid")),
+            (entry("/p", "ro", &dir) + "deny = \".env\"\n", Err("mount table:")),
         ];
         for (text, expect) in cases {
             check(&text, expect);
@@ -790,6 +799,37 @@ mod tests {
     }
 
     #[test]
+    fn deny_patterns_are_the_default_list_or_deny_then_deny_extra() {
+        let ws = WorkspaceConfig::new(
+            "/p",
+            AccessScope::ReadOnly,
+            MountConfig::virtual_namespace("p"),
+        );
+        assert_eq!(ws.deny_patterns(), DEFAULT_DENY);
+        let extra = ws.clone().deny_extra(["x/**"]);
+        assert_eq!(extra.deny_patterns().len(), DEFAULT_DENY.len() + 1);
+        assert_eq!(extra.deny_patterns().last(), Some(&"x/**"));
+        assert!(
+            ws.clone()
+                .deny(Vec::<String>::new())
+                .deny_patterns()
+                .is_empty()
+        );
+        assert_eq!(ws.deny(["a"]).deny_extra(["b"]).deny_patterns(), ["a", "b"]);
+        // Absent, empty and given lists are three different tables, and stay so through TOML.
+        for toml_text in ["", "deny = []\n", "deny = [\"a\"]\ndeny_extra = [\"b\"]\n"] {
+            let text = format!(
+                "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = {{ virtual = \"p\" }}\n{toml_text}"
+            );
+            let table = MountTable::from_toml_str(&text).unwrap();
+            assert_eq!(
+                MountTable::from_toml_str(&table.to_toml_string()).unwrap(),
+                table
+            );
+        }
+    }
+
+    #[test]
     fn round_trips_through_toml() {
         let table = MountTable::builder()
             .workspace(
@@ -819,6 +859,9 @@ mod tests {
             "workspace",
             "follow_symlinks",
             "allow_hard_links",
+            "deny",
+            "deny_extra",
+            "**/.env",
             "physical",
             "virtual",
             "overlay",

@@ -41,9 +41,11 @@ pub struct MountTable {
     workspaces: Vec<WorkspaceConfig>,
 }
 
-/// One `[[workspace]]` entry: a logical prefix, its Access Scope and its Mount.
+/// One `[[workspace]]` entry: a logical prefix, its Access Scope, its Mount and the paths it
+/// hides. Built with [`WorkspaceConfig::new`] and its setters (it grows new keys).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct WorkspaceConfig {
     /// The logical prefix the agent sees: absolute and normal (`/project`, not `/project/` or
     /// `/a/../project`). `/` mounts everything.

@@ -42,7 +42,7 @@ pub struct MountTable {
 }
 
 /// One `[[workspace]]` entry: a logical prefix, its Access Scope, its Mount and the paths it
-/// hides. Built with [`WorkspaceConfig::new`] and its setters (it grows new keys).
+/// hides.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]

@@ -10,11 +10,11 @@
 //! | target | what it drives | what it checks |
 //! |---|---|---|
 //! | [`paths`] | `WorkspacePath`, `WorkspacePrefix`, `VirtualPath` parsing | no panic; a parsed path re-parses to itself, has no empty, `.` or `..` component, keeps the length and character rules; a workspace path is a prefix and a virtual path |
-//! | [`mount_table`] | `MountTable::from_toml_str` | no panic; a loaded table survives a TOML round trip; its routing is deny by default and longest prefix on whole components (checked against a model) |
+//! | [`mount_table`] | `MountTable::from_toml_str` | no panic; a loaded table survives a TOML round trip; its routing is deny by default and longest prefix on whole components, and a path its deny rules hide is never written and reads as missing (checked against a model) |
 //! | [`config_file`] | `wsp.toml` the way `wsp serve --config` reads it | no panic |
 //! | [`http_requests`] | the real axum router over a `MemoryStore`, with real keys | no panic, no 5xx but 503, every body a JSON document and every error a valid envelope |
 //! | [`sse_chunks`] | `wsp-client`'s change-feed reader over loopback HTTP | the events are the same however the byte stream is cut into chunks |
-//! | [`vfs_tools`] | `Vfs::call` with arbitrary tool names and JSON arguments over physical, virtual and overlay mounts in a fresh temporary directory | no panic; nothing outside the writable mount directories changes; no output shows a host path or the content of a file outside the mounts |
+//! | [`vfs_tools`] | `Vfs::call` with arbitrary tool names and JSON arguments over physical, virtual and overlay mounts in a fresh temporary directory | no panic; nothing outside the writable mount directories changes; no output shows a host path or the content of a file outside the mounts; no output shows the name or content of a path the deny rules hide (files, directories, links to them, virtual files), and none of them changes |
 //!
 //! ```
 //! // Each target takes raw bytes; bad input is simply refused by the code under test.

@@ -3,11 +3,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde_json::json;
 use wsp_store::{MemoryStore, WorkspaceStore};
 use wsp_types::{Owner, WorkspacePath, WorkspacePrefix};
 use wsp_vfs::{
-    AccessScope, MountConfig, MountTable, VfsError, VfsErrorCode, VirtualPath, WorkspaceConfig,
+    AccessScope, DEFAULT_DENY, MountConfig, MountTable, VfsError, VfsErrorCode, VirtualPath,
+    WorkspaceConfig,
 };
 
 /// Tables with more entries than this are loaded but not routed through (to keep runs fast).
@@ -15,8 +17,10 @@ const MAX_ROUTED_ENTRIES: usize = 16;
 
 /// Loads the input (lossily decoded as UTF-8) with [`MountTable::from_toml_str`]. A table that
 /// loads must survive a TOML round trip, and its routing must be deny by default and longest
-/// prefix on whole components: each prefix is remounted on its own virtual namespace, and
-/// writes and reads at paths around every prefix must land where an independent model says.
+/// prefix on whole components: each prefix is remounted on its own virtual namespace with its
+/// deny rules, and writes and reads at paths around every prefix, and at paths made from its
+/// deny patterns, must land where an independent model says; a path the deny rules hide is
+/// never written and reads as missing.
 ///
 /// ```
 /// wsp_fuzz::mount_table(b"[[workspace]]\npath = \"/p\"\nscope = \"rw\"\nmount = { virtual = \"p\" }\n");
@@ -38,10 +42,95 @@ pub fn mount_table(data: &[u8]) {
     }
 }
 
-/// One entry as the model sees it: the prefix's components and the scope.
+/// Probes made from one entry's deny patterns, at most.
+const MAX_DENY_PROBES: usize = 32;
+
+/// One entry as the model sees it: the prefix's components, the scope and the deny rules.
 struct Entry {
     components: Vec<String>,
     scope: AccessScope,
+    deny: DenyModel,
+    /// Paths (below the prefix) made from the deny patterns.
+    deny_probes: Vec<Vec<String>>,
+}
+
+/// The deny rules as documented: `deny` (the default list when absent) and `deny_extra`, each
+/// a glob on whole components (`*` within one) of any case; `dir/**` also matches `dir`; a
+/// path is hidden when it or a directory above it matches.
+struct DenyModel(GlobSet);
+
+impl DenyModel {
+    fn patterns(w: &WorkspaceConfig) -> Vec<String> {
+        let base = match &w.deny {
+            Some(list) => list.clone(),
+            None => DEFAULT_DENY.iter().map(|p| (*p).to_owned()).collect(),
+        };
+        base.into_iter()
+            .chain(w.deny_extra.iter().cloned())
+            .collect()
+    }
+
+    fn of(w: &WorkspaceConfig) -> Self {
+        let mut set = GlobSetBuilder::new();
+        for pattern in Self::patterns(w) {
+            let globs = [Some(pattern.as_str()), pattern.strip_suffix("/**")];
+            for glob in globs.into_iter().flatten() {
+                set.add(
+                    GlobBuilder::new(glob)
+                        .literal_separator(true)
+                        .case_insensitive(true)
+                        .build()
+                        .expect("the patterns of a loaded table are globs"),
+                );
+            }
+        }
+        Self(set.build().expect("the patterns of a loaded table compile"))
+    }
+
+    fn hides(&self, rel: &[String]) -> bool {
+        (1..=rel.len()).any(|n| self.0.is_match(rel[..n].join("/")))
+    }
+}
+
+/// Paths a pattern matches, when they are easy to make: `**` as no component and as one, `*` as
+/// `x`, `?` as `q`, each also in capitals and with a file below it. Classes, alternates and
+/// escapes are left to the probes around the prefixes.
+fn instances(pattern: &str) -> Vec<Vec<String>> {
+    if pattern.contains(['[', '{', '\\']) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for deep in [false, true] {
+        let path: Vec<String> = pattern
+            .split('/')
+            .filter_map(|c| match c {
+                "**" => deep.then(|| "d".to_owned()),
+                c => Some(c.replace("**", "x").replace('*', "x").replace('?', "q")),
+            })
+            .collect();
+        if path.is_empty() {
+            continue;
+        }
+        let upper: Vec<String> = path.iter().map(|c| c.to_uppercase()).collect();
+        let mut below = path.clone();
+        below.push("f.md".to_owned());
+        out.extend([path, upper, below]);
+    }
+    out
+}
+
+/// The probes of an entry's deny patterns: every explicit pattern, and a few of the default
+/// list (a file anywhere, a key, a directory) when it is in force.
+fn deny_probes(w: &WorkspaceConfig) -> Vec<Vec<String>> {
+    let mut patterns: Vec<String> = w.deny.clone().unwrap_or_else(|| {
+        ["**/.env", "**/*.pem", "**/.git/**"]
+            .map(String::from)
+            .to_vec()
+    });
+    patterns.extend(w.deny_extra.iter().cloned());
+    let mut out: Vec<Vec<String>> = patterns.iter().flat_map(|p| instances(p)).collect();
+    out.truncate(MAX_DENY_PROBES);
+    out
 }
 
 /// The model: the entry whose prefix is the longest whole-component prefix of `path`.
@@ -71,6 +160,9 @@ fn probes(entries: &[Entry]) -> BTreeSet<Vec<String>> {
             out.insert(sibling.clone());
             sibling.push("f.md".to_owned());
             out.insert(sibling);
+        }
+        for rel in &e.deny_probes {
+            out.insert([c.as_slice(), rel].concat());
         }
     }
     out
@@ -106,16 +198,21 @@ async fn routing(table: &MountTable) {
                 .map(str::to_owned)
                 .collect(),
             scope: w.scope,
+            deny: DenyModel::of(w),
+            deny_probes: deny_probes(w),
         })
         .collect();
     // The same prefixes and scopes, each on a namespace of its own, so a write shows where it went.
     let mut builder = MountTable::builder();
     for (i, w) in table.workspaces().iter().enumerate() {
-        builder = builder.workspace(WorkspaceConfig::new(
+        let mut remounted = WorkspaceConfig::new(
             w.path.clone(),
             w.scope,
             MountConfig::virtual_namespace(format!("m{i}")),
-        ));
+        );
+        remounted.deny = w.deny.clone();
+        remounted.deny_extra = w.deny_extra.clone();
+        builder = builder.workspace(remounted);
     }
     let remounted = builder
         .build()
@@ -151,11 +248,24 @@ async fn routing(table: &MountTable) {
             .iter()
             .any(|e| e.components.len() > probe.len() && e.components.starts_with(&probe));
         let write_only = scope == AccessScope::WriteOnly;
+        let directory = rel.is_empty() || mount_point_below;
+        let hidden = !directory && entries[i].deny.hides(rel);
         match scope {
             AccessScope::ReadOnly => assert_eq!(code(&write), denied, "write {path} is RO"),
-            _ if rel.is_empty() || mount_point_below => assert!(
+            _ if directory => assert!(
                 refused_for_what_exists(code(&write), VfsErrorCode::IsDirectory, write_only),
                 "write {path} names a directory: {write:?}"
+            ),
+            _ if hidden => assert_eq!(
+                write.as_ref().err().map(|e| (e.code, e.message.clone())),
+                Some((
+                    VfsErrorCode::PermissionDenied,
+                    format!(
+                        "{path} is outside every workspace; only the paths in your filesystem \
+                         map are available"
+                    )
+                )),
+                "write {path} is hidden by the deny rules of workspace {i}"
             ),
             _ => match &write {
                 Ok(_) => {
@@ -193,6 +303,11 @@ async fn routing(table: &MountTable) {
         }
         match scope {
             AccessScope::WriteOnly => assert_eq!(code(&read), denied, "read {path} is WO"),
+            _ if hidden => assert_eq!(
+                read.as_ref().err().map(|e| (e.code, e.message.clone())),
+                Some((VfsErrorCode::NotFound, format!("{path} does not exist"))),
+                "read {path} is hidden by the deny rules of workspace {i}"
+            ),
             _ => assert_ne!(code(&read), denied, "read {path} is readable: {read:?}"),
         }
     }

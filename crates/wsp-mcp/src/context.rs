@@ -166,8 +166,13 @@ impl ContextRoot {
 
 impl ContextRoot {
     /// The root's files as the run `run` saw them: its snapshot of the virtual Mount at the
-    /// root (a run is a snapshot of a store's namespace; a directory on disk has none).
-    async fn run_source(&self, vfs: &Vfs, run: &str) -> Result<StoreSource, PromptError> {
+    /// root (a run is a snapshot of a store's namespace; a directory on disk has none), less
+    /// what the Workspace's deny rules hide.
+    async fn run_source<'a>(
+        &'a self,
+        vfs: &'a Vfs,
+        run: &str,
+    ) -> Result<Unhidden<'a>, PromptError> {
         let refuse = |why: String| Err(PromptError::InvalidArguments(why));
         let Some((store, owner)) = vfs.virtual_backing(self.root.as_str()) else {
             return refuse(format!(
@@ -179,7 +184,11 @@ impl ContextRoot {
             return refuse(format!("run {run:?} is not a run id"));
         };
         match store.snapshot_info(&owner, &id).await {
-            Ok(info) if info.released.is_none() => Ok(StoreSource::at_snapshot(store, owner, id)),
+            Ok(info) if info.released.is_none() => Ok(Unhidden {
+                inner: StoreSource::at_snapshot(store, owner, id),
+                vfs,
+                root: &self.root,
+            }),
             Ok(_) => refuse(format!("run {run} has ended; its snapshot is gone")),
             Err(wsp_store::StoreError::NotFound) => {
                 refuse(format!("no run {run} of the workspace at {}", self.root))
@@ -277,6 +286,49 @@ fn arguments_of(
     })
 }
 
+/// `rel` (a path below `root`) as the agent names it.
+fn under(root: &VirtualPath, rel: &str) -> String {
+    let rel = rel.trim_end_matches('/');
+    if rel.is_empty() {
+        root.to_string()
+    } else if root.as_str() == "/" {
+        format!("/{rel}")
+    } else {
+        format!("{root}/{rel}")
+    }
+}
+
+/// A store's files of the Workspace at `root` (a run's snapshot), less every path the
+/// Workspace's deny rules hide: none is listed, and each reads as missing, as through the tools.
+struct Unhidden<'a> {
+    inner: StoreSource,
+    vfs: &'a Vfs,
+    root: &'a VirtualPath,
+}
+
+impl ContextSource for Unhidden<'_> {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn list<'a>(&'a self, prefix: &'a WorkspacePrefix) -> SourceFuture<'a, Vec<Entry>> {
+        Box::pin(async move {
+            let mut entries = self.inner.list(prefix).await?;
+            entries.retain(|e| !self.vfs.denies(&under(self.root, e.path.as_str())));
+            Ok(entries)
+        })
+    }
+
+    fn read<'a>(&'a self, path: &'a WorkspacePath) -> SourceFuture<'a, ReadOutcome> {
+        Box::pin(async move {
+            if self.vfs.denies(&under(self.root, path.as_str())) {
+                return Ok(ReadOutcome::Missing);
+            }
+            self.inner.read(path).await
+        })
+    }
+}
+
 /// A [`ContextSource`] over one Workspace of a [`Vfs`]: reads and listings go through the VFS's
 /// own scope checks and limits, so the prompt shows nothing the agent's tools could not read.
 struct VfsSource<'a> {
@@ -286,14 +338,7 @@ struct VfsSource<'a> {
 
 impl VfsSource<'_> {
     fn full(&self, rel: &str) -> String {
-        let rel = rel.trim_end_matches('/');
-        if rel.is_empty() {
-            self.root.to_string()
-        } else if self.root.as_str() == "/" {
-            format!("/{rel}")
-        } else {
-            format!("{}/{rel}", self.root)
-        }
+        under(self.root, rel)
     }
 
     fn relative<'p>(&self, path: &'p str) -> Option<&'p str> {

@@ -456,8 +456,9 @@ impl MemoryTools {
 
     /// Adds the matching lines of `target` (a file, or every file below a directory) to `scan`.
     /// Below a directory, the files of a virtual Mount are searched through its store's index
-    /// (one call per Mount; only the files the listing showed count, so a path a deeper Mount
-    /// covers is never taken from the one underneath), and files on disk are read.
+    /// (one call per Mount) when the listing showed every file the namespace holds there;
+    /// otherwise (a file the deny rules hide, a path a deeper Mount covers, a listing cut at
+    /// its limit), and on disk, the files the listing showed are read one by one.
     async fn scan(
         &self,
         vfs: &Vfs,
@@ -503,10 +504,9 @@ impl MemoryTools {
                 let prefix = WorkspacePrefix::parse(&within).map_err(|e| {
                     VfsError::new(VfsErrorCode::InvalidPath, format!("{target}: {e}"))
                 })?;
-                let query = query.clone().with_prefix(prefix);
-                let found = store.search(&owner, &query).await.map_err(|e| {
+                let unavailable = |e: wsp_store::StoreError| {
                     VfsError::new(VfsErrorCode::Unavailable, format!("{root}: {e}"))
-                })?;
+                };
                 let shown: BTreeSet<&str> = files.iter().map(String::as_str).collect();
                 let joined = |rel: &str| {
                     if root == "/" {
@@ -515,6 +515,20 @@ impl MemoryTools {
                         format!("{root}/{rel}")
                     }
                 };
+                // The store's search reads every file of the namespace, and its counts take in
+                // lines it does not return: it answers for the listing only when the listing
+                // showed every file (none hidden by the deny rules, none left to a deeper
+                // Workspace, the listing not cut). Otherwise the files shown are read.
+                let listed = store.list(&owner, &prefix).await.map_err(unavailable)?;
+                if !listed
+                    .iter()
+                    .all(|meta| shown.contains(joined(meta.path.as_str()).as_str()))
+                {
+                    scan.read_each(vfs, files, terms).await?;
+                    continue;
+                }
+                let query = query.clone().with_prefix(prefix);
+                let found = store.search(&owner, &query).await.map_err(unavailable)?;
                 scan.files += found.files as usize;
                 scan.truncated |= found.truncated;
                 scan.more += (found.total as usize).saturating_sub(found.hits.len());
@@ -531,13 +545,7 @@ impl MemoryTools {
                 }
                 continue;
             }
-            for path in files {
-                match vfs.read_whole(&path).await {
-                    Ok(file) => scan.add(&path, &file.bytes, terms),
-                    Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
-                    Err(e) => scan.skipped.push((path, e.message)),
-                }
-            }
+            scan.read_each(vfs, files, terms).await?;
         }
         Ok(())
     }
@@ -555,6 +563,23 @@ struct Scan {
 }
 
 impl Scan {
+    /// Reads each of `files` through the VFS and adds its matching lines.
+    async fn read_each(
+        &mut self,
+        vfs: &Vfs,
+        files: Vec<String>,
+        terms: &[String],
+    ) -> Result<(), VfsError> {
+        for path in files {
+            match vfs.read_whole(&path).await {
+                Ok(file) => self.add(&path, &file.bytes, terms),
+                Err(e) if e.code == VfsErrorCode::Unavailable => return Err(e),
+                Err(e) => self.skipped.push((path, e.message)),
+            }
+        }
+        Ok(())
+    }
+
     fn add(&mut self, path: &str, bytes: &[u8], terms: &[String]) {
         let Ok(text) = std::str::from_utf8(bytes) else {
             self.skipped

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use wsp_types::OwnerId;
 
+use crate::deny::{DEFAULT_DENY, DenyRules};
 use crate::path::VirtualPath;
 use crate::scope::AccessScope;
 
@@ -40,9 +41,11 @@ pub struct MountTable {
     workspaces: Vec<WorkspaceConfig>,
 }
 
-/// One `[[workspace]]` entry: a logical prefix, its Access Scope and its Mount.
+/// One `[[workspace]]` entry: a logical prefix, its Access Scope, its Mount and the paths it
+/// hides.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct WorkspaceConfig {
     /// The logical prefix the agent sees: absolute and normal (`/project`, not `/project/` or
     /// `/a/../project`). `/` mounts everything.
@@ -60,6 +63,26 @@ pub struct WorkspaceConfig {
     /// outside it, which no path check can see.
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_hard_links: bool,
+    /// Glob patterns, relative to `path`, of the files and directories the agent never sees:
+    /// not listed, matched or searched, read as missing, refused to writes like a path outside
+    /// every Workspace. A directory that matches hides everything under it, and `dir/**` hides
+    /// `dir` too. `*` stays within one path component and `**` spans any number; patterns
+    /// ignore case. Absent: the default list of secrets and version-control internals
+    /// (`wsp_vfs::DEFAULT_DENY`); a list replaces it; `deny = []` hides nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = deny_default)]
+    pub deny: Option<Vec<String>>,
+    /// More patterns hidden besides `deny` (or besides the default list when `deny` is absent):
+    /// the way to keep the defaults and add to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny_extra: Vec<String>,
+}
+
+/// The schema of `deny` says what its absence means (and that a table writes a list, never a
+/// null).
+fn deny_default(schema: &mut schemars::Schema) {
+    schema.insert("type".into(), "array".into());
+    schema.insert("default".into(), serde_json::json!(DEFAULT_DENY));
 }
 
 fn is_false(b: &bool) -> bool {
@@ -127,7 +150,7 @@ impl MountConfig {
 }
 
 impl WorkspaceConfig {
-    /// An entry with both link options off.
+    /// An entry with both link options off and the default deny list ([`DEFAULT_DENY`]).
     pub fn new(path: impl Into<String>, scope: AccessScope, mount: MountConfig) -> Self {
         Self {
             path: path.into(),
@@ -135,7 +158,46 @@ impl WorkspaceConfig {
             mount,
             follow_symlinks: false,
             allow_hard_links: false,
+            deny: None,
+            deny_extra: Vec::new(),
         }
+    }
+
+    /// Sets `deny`: these patterns instead of the default list (none at all for an empty list).
+    ///
+    /// ```
+    /// use wsp_vfs::{AccessScope, MountConfig, WorkspaceConfig};
+    /// let ws = WorkspaceConfig::new("/p", AccessScope::ReadOnly, MountConfig::virtual_namespace("p"))
+    ///     .deny(["secrets/**"])
+    ///     .deny_extra(["*.log"]);
+    /// assert_eq!(ws.deny_patterns(), ["secrets/**", "*.log"]);
+    /// ```
+    pub fn deny<S: Into<String>>(mut self, patterns: impl IntoIterator<Item = S>) -> Self {
+        self.deny = Some(patterns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets `deny_extra`: patterns hidden besides `deny` or the default list.
+    pub fn deny_extra<S: Into<String>>(mut self, patterns: impl IntoIterator<Item = S>) -> Self {
+        self.deny_extra = patterns.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The patterns in force: `deny` (or [`DEFAULT_DENY`] when it is absent), then `deny_extra`.
+    pub fn deny_patterns(&self) -> Vec<&str> {
+        let base: Vec<&str> = match &self.deny {
+            Some(list) => list.iter().map(String::as_str).collect(),
+            None => DEFAULT_DENY.to_vec(),
+        };
+        base.into_iter()
+            .chain(self.deny_extra.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// The compiled rules of [`Self::deny_patterns`].
+    pub(crate) fn deny_rules(&self) -> Result<DenyRules, MountProblem> {
+        DenyRules::compile(self.deny_patterns())
+            .map_err(|(pattern, why)| MountProblem::BadDenyPattern { pattern, why })
     }
 
     /// Sets `follow_symlinks` (physical and overlay mounts only).
@@ -179,6 +241,13 @@ pub enum MountProblem {
     LinkOptionOnVirtual,
     /// A virtual or overlay Mount, but no Virtual Store was given to the builder.
     NoVirtualStore,
+    /// A `deny` or `deny_extra` pattern that is not a valid glob, or can never match.
+    BadDenyPattern {
+        /// The pattern as written.
+        pattern: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl fmt::Display for MountProblem {
@@ -208,6 +277,9 @@ impl fmt::Display for MountProblem {
             ),
             Self::NoVirtualStore => {
                 f.write_str("a virtual or overlay mount needs a Virtual Store, and none was given")
+            }
+            Self::BadDenyPattern { pattern, why } => {
+                write!(f, "deny pattern {pattern:?} is not valid: {why}")
             }
         }
     }
@@ -366,7 +438,8 @@ impl MountTable {
     }
 
     /// Checks every entry: prefixes absolute, normal and unique; host directories absolute and
-    /// existing; namespaces valid; link options only where they mean something.
+    /// existing; namespaces valid; link options only where they mean something; deny patterns
+    /// valid globs that can match.
     pub fn validate(&self) -> Result<(), MountTableError> {
         let mut seen: Vec<VirtualPath> = Vec::with_capacity(self.workspaces.len());
         for (i, ws) in self.workspaces.iter().enumerate() {
@@ -396,6 +469,7 @@ impl MountTable {
                 }
                 None => {}
             }
+            ws.deny_rules().map_err(fail)?;
         }
         Ok(())
     }
@@ -677,6 +751,13 @@ mod tests {
             (entry("/p", "ro", "{ virtual = \"a\" }") + "follow_symlinks = true\n", Err("apply only to physical")),
             (entry("/p", "ro", &dir) + "follow_symlinks = true\nallow_hard_links = true\n", Ok(1)),
             ("[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = { virtual = \"a\" }\nextra = 1\n".into(), Err("unknown field")),
+            (entry("/p", "ro", &dir) + "deny = []\n", Ok(1)),
+            (entry("/p", "ro", &dir) + "deny = [\"secrets/**\", \"*.log\"]\ndeny_extra = [\"**/*.bak\"]\n", Ok(1)),
+            (entry("/p", "ro", "{ virtual = \"a\" }") + "deny_extra = [\"private/**\"]\n", Ok(1)),
+            (entry("/p", "ro", &dir) + &entry("/q", "rw", &dir) + "deny = [\"a/[b\"]\n", Err("workspace entry 2 (path \"/q\"): deny pattern \"a/[b\" is not valid: unclosed character class")),
+            (entry("/p", "ro", &dir) + "deny_extra = [\"ok\", \"/.env\"]\n", Err("workspace entry 1 (path \"/p\"): deny pattern \"/.env\" is not valid: patterns are relative to the workspace's root: write \".env\"")),
+            (entry("/p", "ro", &dir) + "deny = [\"build/\"]\n", Err("deny pattern \"build/\" is not valid")),
+            (entry("/p", "ro", &dir) + "deny = \".env\"\n", Err("mount table:")),
         ];
         for (text, expect) in cases {
             check(&text, expect);
@@ -720,6 +801,37 @@ mod tests {
     }
 
     #[test]
+    fn deny_patterns_are_the_default_list_or_deny_then_deny_extra() {
+        let ws = WorkspaceConfig::new(
+            "/p",
+            AccessScope::ReadOnly,
+            MountConfig::virtual_namespace("p"),
+        );
+        assert_eq!(ws.deny_patterns(), DEFAULT_DENY);
+        let extra = ws.clone().deny_extra(["x/**"]);
+        assert_eq!(extra.deny_patterns().len(), DEFAULT_DENY.len() + 1);
+        assert_eq!(extra.deny_patterns().last(), Some(&"x/**"));
+        assert!(
+            ws.clone()
+                .deny(Vec::<String>::new())
+                .deny_patterns()
+                .is_empty()
+        );
+        assert_eq!(ws.deny(["a"]).deny_extra(["b"]).deny_patterns(), ["a", "b"]);
+        // Absent, empty and given lists are three different tables, and stay so through TOML.
+        for toml_text in ["", "deny = []\n", "deny = [\"a\"]\ndeny_extra = [\"b\"]\n"] {
+            let text = format!(
+                "[[workspace]]\npath = \"/p\"\nscope = \"ro\"\nmount = {{ virtual = \"p\" }}\n{toml_text}"
+            );
+            let table = MountTable::from_toml_str(&text).unwrap();
+            assert_eq!(
+                MountTable::from_toml_str(&table.to_toml_string()).unwrap(),
+                table
+            );
+        }
+    }
+
+    #[test]
     fn round_trips_through_toml() {
         let table = MountTable::builder()
             .workspace(
@@ -749,6 +861,9 @@ mod tests {
             "workspace",
             "follow_symlinks",
             "allow_hard_links",
+            "deny",
+            "deny_extra",
+            "**/.env",
             "physical",
             "virtual",
             "overlay",

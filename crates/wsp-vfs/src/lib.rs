@@ -15,6 +15,9 @@
 //!   without following symbolic links, so `..`, links and swaps cannot leave the directory;
 //!   writes are atomic (temporary file and rename). The Virtual Store keeps a namespace in any
 //!   [`wsp_store::WorkspaceStore`].
+//! - Each Workspace hides the paths its deny patterns match (by default [`DEFAULT_DENY`]:
+//!   secrets and version-control internals) from every tool, as if they did not exist; the
+//!   Stores apply the same rules to the targets of symbolic links.
 //! - The tool catalogue ([`Vfs::tools`], [`catalogue`]) follows the aggregate Access Scopes; an
 //!   empty table has no tools. [`Vfs::call`] is the single dispatch entry point; every tool also
 //!   has a typed method. [`Vfs::filesystem_map`] is the text for the system prompt.
@@ -42,6 +45,7 @@
 //! ```
 
 mod config;
+mod deny;
 mod error;
 mod items;
 mod map;
@@ -55,6 +59,7 @@ pub use config::{
     MAX_TABLE_BYTES, MountConfig, MountProblem, MountTable, MountTableBuilder, MountTableError,
     OverlapSide, OverlayConfig, ScopeOverlap, WorkspaceConfig, mount_table_schema,
 };
+pub use deny::DEFAULT_DENY;
 pub use error::{VfsError, VfsErrorCode};
 pub use items::{
     AgentIdentity, AgentKind, Item, ItemChanged, ItemKeyArgs, ItemList, ItemListArgs, ItemSummary,

@@ -427,3 +427,71 @@ async fn memory_search_uses_the_stores_search_on_a_virtual_mount() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Files of the memory folder that the deny rules hide add nothing to memory_search: no line,
+/// no count (the store's index holds them, so its totals would tell that a hidden file holds
+/// the words), and naming one is answered like a missing file.
+#[tokio::test]
+async fn memory_search_counts_nothing_of_a_denied_file() {
+    use wsp_store::{FileWrite, Precondition, WorkspaceStore};
+    use wsp_types::{Owner, WorkspacePath};
+
+    let f = Fixture::new();
+    let owner = Owner::parse("vfs", "memory").unwrap();
+    // More matching lines than one store search returns, so its total counts lines it did not
+    // hand back.
+    let many: String = (0..150)
+        .map(|i| format!("DEPLOY_TOKEN_{i}=sekret deploy\n"))
+        .collect();
+    for (path, content) in [
+        ("2026-01-01.md", "the deploy went fine\n".to_owned()),
+        ("cfg/.env", many),
+        ("deploy.pem", "deploy deploy deploy\n".to_owned()),
+    ] {
+        f.store
+            .put(
+                &owner,
+                &WorkspacePath::parse(path).unwrap(),
+                FileWrite::markdown(content),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+    }
+    let client = connect(f.virtual_memory()).await;
+    for args in [
+        json!({"query": "deploy"}),
+        json!({"query": "deploy", "path": "/workspace/memory"}),
+        json!({"query": "deploy", "limit": 1}),
+    ] {
+        let (said, data) = ok(&client, MEMORY_SEARCH, args.clone()).await;
+        // MEMORY.md's two lines and the log's one; the log alone under the memory folder.
+        let (lines, files) = if args.get("path").is_some() {
+            (1, 1)
+        } else {
+            (3, 2)
+        };
+        assert_eq!(data["total"], lines, "{args}: {said}");
+        assert_eq!(data["filesSearched"], files, "{args}: {said}");
+        for never in ["sekret", ".env", ".pem", "TOKEN"] {
+            assert!(!said.contains(never), "{args}: {never} in {said}");
+            assert!(
+                !data.to_string().contains(never),
+                "{args}: {never} in {data}"
+            );
+        }
+    }
+    let named = call(
+        &client,
+        MEMORY_SEARCH,
+        json!({"query": "deploy", "path": "/workspace/memory/cfg/.env"}),
+    )
+    .await;
+    assert_eq!(
+        named.structured_content.as_ref().unwrap()["error"]["code"],
+        "not_found",
+        "{}",
+        text(&named)
+    );
+    client.cancel().await.unwrap();
+}

@@ -370,3 +370,68 @@ async fn a_run_argument_reads_the_runs_snapshot() {
     assert!(err.to_string().contains("virtual mount"), "{err}");
     client.cancel().await.unwrap();
 }
+
+/// Files the root Workspace's deny rules hide are in neither the live block nor a run's: not
+/// read, not listed under `knowledge/`, not in the skills index.
+#[tokio::test]
+async fn the_block_shows_no_denied_file_live_or_from_a_run() {
+    use wsp_store::{FileWrite, Precondition, WorkspaceStore};
+    use wsp_types::WorkspacePath;
+
+    const SECRET: &str = "sekret-51c0";
+    let store = Arc::new(MemoryStore::default());
+    let table = MountTable::from_toml_str(
+        "[[workspace]]\npath = \"/workspace\"\nscope = \"ro\"\nmount = { virtual = \"reviewer\" }\n\
+         deny_extra = [\"AGENTS.md\", \"skills/secret/**\"]\n",
+    )
+    .unwrap();
+    let vfs = Vfs::builder(table)
+        .virtual_store(store.clone())
+        .build()
+        .unwrap();
+    let (_, owner) = vfs.virtual_backing("/workspace").unwrap();
+    for (path, content) in [
+        ("AGENTS.md", format!("# {SECRET}\n")),
+        ("knowledge/KNOWLEDGE.md", "# Knowledge\n".to_owned()),
+        ("knowledge/style.md", "Tabs.\n".to_owned()),
+        ("knowledge/deploy-sekret.pem", format!("{SECRET}\n")),
+        ("knowledge/cfg/.env", format!("{SECRET}\n")),
+        ("skills/triage/SKILL.md", "sort issues\n".to_owned()),
+        ("skills/secret/SKILL.md", format!("{SECRET}\n")),
+    ] {
+        store
+            .put(
+                &owner,
+                &WorkspacePath::parse(path).unwrap(),
+                FileWrite::markdown(content),
+                Precondition::None,
+            )
+            .await
+            .unwrap();
+    }
+    let run = store.snapshot(&owner, &"run".into()).await.unwrap();
+    let client = connect(
+        McpServer::files(vfs)
+            .with_context_root("/workspace")
+            .unwrap(),
+    )
+    .await;
+    for arguments in [json!({}), json!({"run": run.id.as_str()})] {
+        let got = client
+            .get_prompt(
+                GetPromptRequestParams::new(CONTEXT_PROMPT).with_arguments(args(arguments.clone())),
+            )
+            .await
+            .unwrap();
+        let ContentBlock::Text(t) = &got.messages[0].content else {
+            panic!("a text message")
+        };
+        let block = &t.text;
+        assert!(block.contains("knowledge/style.md"), "{arguments}: {block}");
+        assert!(block.contains("triage"), "{arguments}: {block}");
+        for never in [SECRET, "sekret", ".env", "skills/secret"] {
+            assert!(!block.contains(never), "{arguments}: {never} in {block}");
+        }
+    }
+    client.cancel().await.unwrap();
+}

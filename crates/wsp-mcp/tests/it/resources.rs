@@ -199,3 +199,45 @@ async fn a_subscription_hears_of_each_change() {
     writer.cancel().await.unwrap();
     client.cancel().await.unwrap();
 }
+
+/// A file the deny rules hide is neither listed nor read as a resource.
+#[tokio::test]
+async fn denied_files_are_not_resources() {
+    let dir = layout();
+    std::fs::write(dir.path().join(".env"), "KEY=sekret\n").unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/config"), "sekret\n").unwrap();
+    std::fs::write(dir.path().join("knowledge/deploy.pem"), "sekret\n").unwrap();
+    let client = connect(server(&dir)).await;
+    let listed: Vec<String> = client
+        .list_all_resources()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.uri.clone())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "wsp:///workspace/AGENTS.md",
+            "wsp:///workspace/knowledge/logo.png",
+        ]
+    );
+    for uri in [
+        "wsp:///workspace/.env",
+        "wsp:///workspace/.git/config",
+        "wsp:///workspace/knowledge/deploy.pem",
+    ] {
+        let err = read(&client, uri).await.unwrap_err();
+        let missing = read(&client, "wsp:///workspace/nope.md").await.unwrap_err();
+        assert_eq!(
+            err.replace(uri, "<uri>")
+                .replace(&uri["wsp://".len()..], "<path>"),
+            missing
+                .replace("wsp:///workspace/nope.md", "<uri>")
+                .replace("/workspace/nope.md", "<path>"),
+            "{uri}"
+        );
+    }
+    client.cancel().await.unwrap();
+}

@@ -114,6 +114,9 @@ pub(crate) enum Fail {
     SpecialFile,
     /// The host refused access (file permissions).
     HostDenied,
+    /// A write or delete of a path the Workspace's deny rules hide, as asked or as reached
+    /// through a symbolic link (reads of such a path are [`Fail::NotFound`]).
+    Hidden,
     /// `create_only` and the file exists.
     Exists,
     /// `if_match` does not match the current file.
@@ -239,6 +242,16 @@ impl Store {
             Self::Physical(p) => p.read(rel, max_bytes),
             Self::Virtual(v) => v.read(rel, max_bytes).await,
             Self::Overlay(o) => o.read(rel, max_bytes).await,
+        }
+    }
+
+    /// [`Self::read`] of a file about to be changed: on a physical Mount, a symbolic link to a
+    /// path the deny rules hide is [`Fail::Hidden`] (refused like a write to it) rather than
+    /// missing. An overlay never writes its lower layer, so such a link is simply absent there.
+    pub async fn read_to_change(&self, rel: &[String], max_bytes: u64) -> Result<FileBytes, Fail> {
+        match self {
+            Self::Physical(p) => p.read_to_change(rel, max_bytes),
+            _ => self.read(rel, max_bytes).await,
         }
     }
 

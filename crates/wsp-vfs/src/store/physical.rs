@@ -7,17 +7,23 @@
 //! When a Mount opts in to `follow_symlinks`, the path is first resolved with `cap-std`'s
 //! sandboxed `canonicalize` (which fails on any link leaving the directory), and the resolved path
 //! is then opened with the same no-follow walk, so a swap after resolution fails closed.
+//!
+//! The Workspace's deny rules apply to the path as resolved as well as to the path as asked: a
+//! link to a hidden file is absent for reads and refused to writes, a listing leaves out hidden
+//! names and links to them, and a walk never enters a hidden directory.
 
 use std::collections::BinaryHeap;
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, File, Metadata, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 use wsp_types::ETag;
+
+use crate::deny::DenyRules;
 
 use super::{
     EntryKind, Fail, FileBytes, Listing, RawEntry, Walk, WalkedFile, WriteCondition, Written,
@@ -36,6 +42,8 @@ pub(crate) struct PhysicalStore {
     root: Dir,
     follow_symlinks: bool,
     allow_hard_links: bool,
+    /// The Workspace's deny rules.
+    deny: Arc<DenyRules>,
     /// Serializes this Mount's check-and-replace sequences, so `if_match` and `create_only`
     /// hold against other calls through this process.
     write_lock: Mutex<()>,
@@ -43,14 +51,48 @@ pub(crate) struct PhysicalStore {
 
 impl PhysicalStore {
     /// Opens `dir` (an absolute host path, checked by the mount table) as a Mount.
-    pub fn open(dir: &Path, follow_symlinks: bool, allow_hard_links: bool) -> io::Result<Self> {
+    pub fn open(
+        dir: &Path,
+        follow_symlinks: bool,
+        allow_hard_links: bool,
+        deny: Arc<DenyRules>,
+    ) -> io::Result<Self> {
         let root = Dir::open_ambient_dir(dir, ambient_authority())?;
         Ok(Self {
             root,
             follow_symlinks,
             allow_hard_links,
+            deny,
             write_lock: Mutex::new(()),
         })
+    }
+
+    /// [`Self::resolve`], refused with `hidden` when the deny rules hide the path as asked or
+    /// as resolved.
+    fn reach(&self, rel: &[String], follow_final: bool, hidden: Fail) -> Result<Vec<String>, Fail> {
+        if self.deny.hides(rel) {
+            return Err(hidden);
+        }
+        let resolved = self.resolve(rel, follow_final)?;
+        if resolved != rel && self.deny.hides(&resolved) {
+            return Err(hidden);
+        }
+        Ok(resolved)
+    }
+
+    /// Whether the entry `name` of the directory `rel` is hidden: its own path, or for a link
+    /// on a Mount that follows them, the path it resolves to.
+    fn hides_entry(&self, rel: &[String], name: &str, kind: EntryKind) -> bool {
+        if self.deny.matches_in(rel, name) {
+            return true;
+        }
+        if kind != EntryKind::Symlink || !self.follow_symlinks {
+            return false;
+        }
+        let mut path = rel.to_vec();
+        path.push(name.to_owned());
+        self.resolve(&path, true)
+            .is_ok_and(|resolved| self.deny.hides(&resolved))
     }
 
     /// `rel` with symbolic links resolved inside the Mount when it follows them (the final
@@ -135,7 +177,11 @@ impl PhysicalStore {
         if rel.is_empty() {
             return Ok(Some(EntryKind::Directory));
         }
-        let rel = self.resolve(rel, true)?;
+        let rel = match self.reach(rel, true, Fail::NotFound) {
+            Ok(rel) => rel,
+            Err(Fail::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
         let (dir, name) = match self.open_parent(&rel, false) {
             Ok(found) => found,
             Err(Fail::NotFound | Fail::ParentNotDirectory) => return Ok(None),
@@ -163,7 +209,7 @@ impl PhysicalStore {
 
     /// The file `rel`, or the `keep` entries of the directory `rel` first by name.
     pub fn list(&self, rel: &[String], keep: usize) -> Result<Listing, Fail> {
-        let rel = self.resolve(rel, true)?;
+        let rel = self.reach(rel, true, Fail::NotFound)?;
         let dir = match rel.split_last() {
             None => self.root.try_clone().map_err(|_| Fail::Unavailable)?,
             Some((name, _)) => {
@@ -184,7 +230,8 @@ impl PhysicalStore {
                 }
             }
         };
-        Ok(Listing::Directory(read_entries(&dir, keep)?))
+        let skip = |name: &str, kind| self.hides_entry(&rel, name, kind);
+        Ok(Listing::Directory(read_entries(&dir, keep, &skip)?))
     }
 
     /// Opens the regular file `name` in `dir` for reading, refusing links and special files.
@@ -211,7 +258,17 @@ impl PhysicalStore {
     }
 
     pub fn read(&self, rel: &[String], max_bytes: u64) -> Result<FileBytes, Fail> {
-        let rel = self.resolve(rel, true)?;
+        self.read_or(rel, max_bytes, Fail::NotFound)
+    }
+
+    /// [`Self::read`] of a file about to be changed (`edit_file`): a hidden path, or a link to
+    /// one, is refused like a write to it rather than missing.
+    pub fn read_to_change(&self, rel: &[String], max_bytes: u64) -> Result<FileBytes, Fail> {
+        self.read_or(rel, max_bytes, Fail::Hidden)
+    }
+
+    fn read_or(&self, rel: &[String], max_bytes: u64, hidden: Fail) -> Result<FileBytes, Fail> {
+        let rel = self.reach(rel, true, hidden)?;
         let (dir, name) = self.open_parent(&rel, false)?;
         let (file, meta) = self.open_file(&dir, name)?;
         if meta.len() > max_bytes {
@@ -232,7 +289,7 @@ impl PhysicalStore {
     /// The etag of the file at `rel`, hashed in fixed-size chunks; a file over `max` bytes is
     /// [`Fail::TooLargeToCompare`], refused from its size without reading it.
     pub fn etag(&self, rel: &[String], max: u64) -> Result<ETag, Fail> {
-        let rel = self.resolve(rel, true)?;
+        let rel = self.reach(rel, true, Fail::NotFound)?;
         let (dir, name) = self.open_parent(&rel, false)?;
         self.etag_in(&dir, name, max)
     }
@@ -258,7 +315,7 @@ impl PhysicalStore {
         cond: &WriteCondition,
         max_compare: u64,
     ) -> Result<Written, Fail> {
-        let rel = self.resolve(rel, true)?;
+        let rel = self.reach(rel, true, Fail::Hidden)?;
         let (dir, name) = self.open_parent(&rel, true)?;
         let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         let existing = match Self::kind_in(&dir, name)? {
@@ -305,15 +362,20 @@ impl PhysicalStore {
     }
 
     /// Removes the name. A symbolic link is removed itself (never its target) when the Mount
-    /// follows links, and refused otherwise.
+    /// follows links, and refused otherwise; a link to a hidden path is refused like the path.
     pub fn delete(&self, rel: &[String]) -> Result<(), Fail> {
-        let rel = self.resolve(rel, false)?;
-        let (dir, name) = self.open_parent(&rel, false)?;
+        let resolved = self.reach(rel, false, Fail::Hidden)?;
+        let (dir, name) = self.open_parent(&resolved, false)?;
         let _guard = self.write_lock.lock().unwrap_or_else(|e| e.into_inner());
         match Self::kind_in(&dir, name)? {
             None => Err(Fail::NotFound),
             Some((EntryKind::Directory, _)) => Err(Fail::IsDirectory),
             Some((EntryKind::Symlink, _)) if !self.follow_symlinks => Err(Fail::Symlink),
+            Some((EntryKind::Symlink, _))
+                if self.hides_entry(&resolved[..resolved.len() - 1], name, EntryKind::Symlink) =>
+            {
+                Err(Fail::Hidden)
+            }
             Some(_) => dir.remove_file(name).map_err(|e| classify(&e)),
         }
     }
@@ -324,7 +386,7 @@ impl PhysicalStore {
         exclude: &[Vec<String>],
         budget: usize,
     ) -> Result<Walk, Fail> {
-        let rel = self.resolve(rel, true)?;
+        let rel = self.reach(rel, true, Fail::NotFound)?;
         let mut walk = Walk::default();
         let mut left = budget;
         let dir = match rel.split_last() {
@@ -348,22 +410,33 @@ impl PhysicalStore {
             }
         };
         let mut prefix = rel;
-        walk_dir(&dir, &mut prefix, exclude, &mut left, &mut walk, 0);
+        walk_dir(
+            &dir,
+            &mut prefix,
+            exclude,
+            &self.deny,
+            &mut left,
+            &mut walk,
+            0,
+        );
         Ok(walk)
     }
 }
 
-/// Visits `dir` depth first in name order; symbolic links are never followed by a walk.
+/// Visits `dir` depth first in name order; symbolic links are never followed by a walk, and
+/// names the deny rules hide are neither counted nor entered.
 fn walk_dir(
     dir: &Dir,
     prefix: &mut Vec<String>,
     exclude: &[Vec<String>],
+    deny: &DenyRules,
     left: &mut usize,
     walk: &mut Walk,
     depth: usize,
 ) {
+    let skip = |name: &str, _| deny.matches_in(prefix, name);
     // One more than the budget left, so that a directory with more says so.
-    let Ok(entries) = read_entries(dir, left.saturating_add(1)) else {
+    let Ok(entries) = read_entries(dir, left.saturating_add(1), &skip) else {
         return;
     };
     for entry in entries {
@@ -382,7 +455,7 @@ fn walk_dir(
                 EntryKind::Directory if depth < MAX_WALK_DEPTH => {
                     let name = prefix.last().map(String::as_str).unwrap_or_default();
                     if let Ok(sub) = dir.open_dir_nofollow(name) {
-                        walk_dir(&sub, prefix, exclude, left, walk, depth + 1);
+                        walk_dir(&sub, prefix, exclude, deny, left, walk, depth + 1);
                     }
                 }
                 _ => {}
@@ -392,10 +465,15 @@ fn walk_dir(
     }
 }
 
-/// The `keep` addressable entries of `dir` first by name, sorted; special files are left out.
-/// However many entries the directory has, at most `keep + 1` are held at once (a heap of the
-/// smallest names so far). Kinds come from the directory entries themselves; sizes are not read.
-fn read_entries(dir: &Dir, keep: usize) -> Result<Vec<RawEntry>, Fail> {
+/// The `keep` addressable entries of `dir` first by name that `skip` does not leave out, sorted;
+/// special files are left out. However many entries the directory has, at most `keep + 1` are
+/// held at once (a heap of the smallest names so far). Kinds come from the directory entries
+/// themselves; sizes are not read.
+fn read_entries(
+    dir: &Dir,
+    keep: usize,
+    skip: &dyn Fn(&str, EntryKind) -> bool,
+) -> Result<Vec<RawEntry>, Fail> {
     let mut smallest: BinaryHeap<RawEntry> = BinaryHeap::new();
     for entry in dir.entries().map_err(|e| classify(&e))? {
         let Ok(entry) = entry else { continue };
@@ -419,6 +497,9 @@ fn read_entries(dir: &Dir, keep: usize) -> Result<Vec<RawEntry>, Fail> {
         } else {
             continue;
         };
+        if skip(&name, kind) {
+            continue;
+        }
         smallest.push(RawEntry { name, kind, size });
         if smallest.len() > keep {
             smallest.pop();
@@ -554,7 +635,7 @@ mod tests {
     #[test]
     fn the_new_content_is_never_readable_wider_than_the_file_it_replaces() {
         let tmp = tempfile::tempdir().unwrap();
-        let store = PhysicalStore::open(tmp.path(), false, false).unwrap();
+        let store = PhysicalStore::open(tmp.path(), false, false, Default::default()).unwrap();
         for mode in [0o600, 0o400, 0o640, 0o000, 0o604] {
             let target = tmp.path().join("secret.txt");
             std::fs::write(&target, "old").unwrap();
@@ -585,7 +666,7 @@ mod tests {
         std::fs::write(tmp.path().join(".wsp-tmp-x"), "").unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), ambient_authority()).unwrap();
         let names = |keep| -> Vec<String> {
-            read_entries(&dir, keep)
+            read_entries(&dir, keep, &|_, _| false)
                 .unwrap()
                 .into_iter()
                 .map(|e| e.name)
@@ -604,7 +685,7 @@ mod tests {
     #[test]
     fn a_new_file_gets_the_mode_the_umask_gives_from_its_creation() {
         let tmp = tempfile::tempdir().unwrap();
-        let store = PhysicalStore::open(tmp.path(), false, false).unwrap();
+        let store = PhysicalStore::open(tmp.path(), false, false, Default::default()).unwrap();
         // What the umask makes of 0666: the mode of a file created the ordinary way.
         std::fs::write(tmp.path().join("reference"), "").unwrap();
         let ordinary = std::fs::metadata(tmp.path().join("reference"))

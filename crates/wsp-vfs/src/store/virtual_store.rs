@@ -5,12 +5,16 @@
 //! `/<mount>/a/b.md` is the store path `a/b.md` of the Mount's [`Owner`], so names follow
 //! [`WorkspacePath`]'s rules (ASCII letters, digits, `.`, `_`, `-`; a letter or digit first).
 //! Overlay whiteouts are files of the media type [`WHITEOUT_TYPE`], invisible through every tool.
+//! Files the Workspace's deny rules hide are left out of every listing and read as absent, so
+//! they make no emulated directory either.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use wsp_store::{FileWrite, Precondition, StoreError, StoredFile, WorkspaceStore};
 use wsp_types::{ETag, LimitKind, MediaType, Owner, WorkspacePath, WorkspacePrefix};
+
+use crate::deny::DenyRules;
 
 use super::{
     EntryKind, Fail, FileBytes, Listing, RawEntry, Walk, WalkedFile, WriteCondition, Written,
@@ -71,6 +75,7 @@ pub(crate) struct VirtualStore {
     store: Arc<dyn WorkspaceStore>,
     owner: Owner,
     author: Option<String>,
+    deny: Arc<DenyRules>,
 }
 
 impl VirtualStore {
@@ -113,16 +118,25 @@ pub(crate) fn is_whiteout(file: &StoredFile) -> bool {
 }
 
 impl VirtualStore {
-    pub fn new(store: Arc<dyn WorkspaceStore>, owner: Owner, author: Option<String>) -> Self {
+    pub fn new(
+        store: Arc<dyn WorkspaceStore>,
+        owner: Owner,
+        author: Option<String>,
+        deny: Arc<DenyRules>,
+    ) -> Self {
         Self {
             store,
             owner,
             author,
+            deny,
         }
     }
 
-    /// The file at `rel`, whiteouts included; `None` when absent or not a store name.
+    /// The file at `rel`, whiteouts included; `None` when absent, hidden or not a store name.
     pub async fn get(&self, rel: &[String]) -> Result<Option<StoredFile>, Fail> {
+        if self.deny.hides(rel) {
+            return Ok(None);
+        }
         let Ok(path) = key(rel) else { return Ok(None) };
         match self.store.get(&self.owner, &path, None).await {
             Ok(file) => Ok(Some(file)),
@@ -131,7 +145,8 @@ impl VirtualStore {
         }
     }
 
-    /// Every file whose path starts with `rel` + `/` (all files for the Mount itself).
+    /// Every file whose path starts with `rel` + `/` (all files for the Mount itself) that the
+    /// deny rules do not hide.
     async fn files_below(&self, rel: &[String]) -> Result<Vec<wsp_store::FileMeta>, Fail> {
         let prefix = if rel.is_empty() {
             String::new()
@@ -141,10 +156,18 @@ impl VirtualStore {
         let Ok(prefix) = WorkspacePrefix::parse(&prefix) else {
             return Ok(Vec::new());
         };
-        self.store
+        let mut files = self
+            .store
             .list(&self.owner, &prefix)
             .await
-            .map_err(store_fail)
+            .map_err(store_fail)?;
+        if !self.deny.is_empty() {
+            files.retain(|meta| {
+                let parts: Vec<&str> = meta.path.as_str().split('/').collect();
+                !self.deny.hides(&parts)
+            });
+        }
+        Ok(files)
     }
 
     /// The directory `rel` as the flat namespace holds it.
@@ -228,6 +251,9 @@ impl VirtualStore {
             return Err(Fail::IsDirectory);
         }
         let path = key(rel)?;
+        if self.deny.hides(rel) {
+            return Err(Fail::Hidden);
+        }
         for i in 1..rel.len() {
             if let Some(f) = self.get(&rel[..i]).await?
                 && !is_whiteout(&f)
@@ -318,6 +344,9 @@ impl VirtualStore {
             return Err(Fail::IsDirectory);
         }
         key(rel)?;
+        if self.deny.hides(rel) {
+            return Err(Fail::Hidden);
+        }
         match self.get(rel).await? {
             Some(f) if !is_whiteout(&f) => self.remove(rel, f.meta.etag).await,
             _ if self.is_live_dir(rel).await? => Err(Fail::IsDirectory),

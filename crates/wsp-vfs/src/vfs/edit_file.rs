@@ -23,7 +23,7 @@ impl Vfs {
         }
         let file = ws
             .store
-            .read(&rel, self.limits.max_read_bytes)
+            .read_to_change(&rel, self.limits.max_read_bytes)
             .await
             .map_err(|f| word(f, &path))?;
         if let Some(tag) = &args.if_match

@@ -53,7 +53,13 @@ impl Vfs {
             .max_list_entries
             .saturating_add(below.len())
             .saturating_add(1);
-        let listing = match ws.store.list(&rel, keep).await {
+        // A hidden path lists like a missing one; the Store leaves hidden names out of a listing.
+        let found = if ws.deny.hides(&rel) {
+            Err(Fail::NotFound)
+        } else {
+            ws.store.list(&rel, keep).await
+        };
+        let listing = match found {
             Ok(listing) => listing,
             Err(Fail::NotFound) if !below.is_empty() => return Ok(mount_points(None)),
             Err(f) => return Err(word(f, &path)),
@@ -79,7 +85,7 @@ impl Vfs {
         };
         let mut entries: Vec<ListEntry> = raw_entries
             .into_iter()
-            .filter(|e| !below.contains(&e.name))
+            .filter(|e| !below.contains(&e.name) && !ws.deny.matches_in(&rel, &e.name))
             .map(|e| ListEntry {
                 name: e.name,
                 kind: e.kind,

@@ -15,6 +15,7 @@ use wsp_store::WorkspaceStore;
 use wsp_types::{ETag, Owner, OwnerId};
 
 use crate::config::{MountConfig, MountProblem, MountTable, MountTableError};
+use crate::deny::DenyRules;
 use crate::error::{VfsError, VfsErrorCode};
 use crate::path::VirtualPath;
 use crate::scope::{AccessScope, Operation};
@@ -108,6 +109,8 @@ pub struct WorkspaceInfo {
 struct Workspace {
     info: WorkspaceInfo,
     store: Store,
+    /// The paths below the prefix that no tool shows (the Stores hold the same rules).
+    deny: Arc<DenyRules>,
 }
 
 /// The agent's virtual filesystem: its Workspaces and the tools over them.
@@ -185,6 +188,7 @@ impl VfsBuilder {
                 path: ws.path.clone(),
                 problem,
             };
+            let deny = Arc::new(ws.deny_rules().map_err(fail)?);
             let virtual_store = |ns: &str| -> Result<VirtualStore, MountTableError> {
                 let store = self
                     .store
@@ -198,10 +202,15 @@ impl VfsBuilder {
                             .map_err(|_| fail(MountProblem::BadNamespace(ns.to_owned())))?,
                     ),
                 };
-                Ok(VirtualStore::new(store, owner, self.author.clone()))
+                Ok(VirtualStore::new(
+                    store,
+                    owner,
+                    self.author.clone(),
+                    deny.clone(),
+                ))
             };
             let physical = |dir: &std::path::Path| {
-                PhysicalStore::open(dir, ws.follow_symlinks, ws.allow_hard_links)
+                PhysicalStore::open(dir, ws.follow_symlinks, ws.allow_hard_links, deny.clone())
                     .map_err(|_| fail(MountProblem::DirMissing))
             };
             let (mount, store) = match &ws.mount {
@@ -228,6 +237,7 @@ impl VfsBuilder {
                     mount,
                 },
                 store,
+                deny,
             });
         }
         workspaces.sort_by(|a, b| a.info.path.cmp(&b.info.path));
@@ -263,6 +273,8 @@ fn word(fail: Fail, path: &VirtualPath) -> VfsError {
         Fail::HostDenied => {
             VfsError::denied(format!("{path}: the host does not allow this access"))
         }
+        // Only writes and deletes see it: the same answer as a path under no Workspace.
+        Fail::Hidden => outside(path),
         Fail::Exists => VfsError::exists(path),
         Fail::Stale => VfsError::stale(path),
         Fail::TooLarge { max } => VfsError::new(
@@ -415,6 +427,35 @@ impl Vfs {
         }
     }
 
+    /// Whether the deny rules of the Workspace that `path` routes to hide it (the path as
+    /// written, or a directory above it; the Stores also look at where a symbolic link leads).
+    /// `false` for a path under no Workspace or not valid. For a host that reads a Workspace's
+    /// files another way (a run's snapshot through [`Self::virtual_backing`]) and must show no
+    /// more than the tools do.
+    ///
+    /// ```
+    /// use wsp_vfs::{AccessScope, MountConfig, MountTable, Vfs, WorkspaceConfig};
+    /// let table = MountTable::builder()
+    ///     .workspace(WorkspaceConfig::new("/ws", AccessScope::ReadOnly, MountConfig::virtual_namespace("ws")))
+    ///     .build()
+    ///     .unwrap();
+    /// let vfs = Vfs::builder(table)
+    ///     .virtual_store(std::sync::Arc::new(wsp_store::MemoryStore::default()))
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(vfs.denies("/ws/app/.env"));
+    /// assert!(vfs.denies("/ws/.git/config"));
+    /// assert!(!vfs.denies("/ws/README.md"));
+    /// assert!(!vfs.denies("/elsewhere/.env"));
+    /// ```
+    pub fn denies(&self, path: &str) -> bool {
+        let Ok(path) = VirtualPath::parse(path) else {
+            return false;
+        };
+        self.route(&path)
+            .is_some_and(|(ws, rel)| ws.deny.hides(&rel))
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> &VfsLimits {
         &self.limits
@@ -487,7 +528,9 @@ impl Vfs {
         Ok((path, ws, rel))
     }
 
-    /// [`Self::authorize`] for an operation on a file: a mount point is a directory.
+    /// [`Self::authorize`] for an operation on a file: a mount point is a directory, and a
+    /// path the Workspace's deny rules hide is missing to a read and refused to a change like a
+    /// path under no Workspace.
     fn authorize_file(
         &self,
         raw: &str,
@@ -497,6 +540,12 @@ impl Vfs {
         let (path, ws, rel) = self.authorize(raw, op, tool)?;
         if rel.is_empty() || !self.mount_points_below(&path).is_empty() {
             return Err(word_in(Fail::IsDirectory, &path, ws));
+        }
+        if ws.deny.hides(&rel) {
+            return Err(match op {
+                Operation::Read | Operation::List | Operation::Search => VfsError::not_found(&path),
+                Operation::Write | Operation::Edit | Operation::Delete => outside(&path),
+            });
         }
         Ok((path, ws, rel))
     }

@@ -72,7 +72,14 @@ impl Vfs {
         let mut found = Vec::new();
         let mut truncated = false;
         for t in targets {
-            let walk = match t.ws.store.walk(&t.start, &t.exclude, budget).await {
+            // A hidden search path is searched like a missing one; the Stores never walk into
+            // (or count) what the deny rules hide.
+            let walked = if t.ws.deny.hides(&t.start) {
+                Err(Fail::NotFound)
+            } else {
+                t.ws.store.walk(&t.start, &t.exclude, budget).await
+            };
+            let walk = match walked {
                 Ok(walk) => walk,
                 // The search path itself must exist, unless it only leads to nested Workspaces;
                 // a Workspace below it that cannot be walked is left out of the results.

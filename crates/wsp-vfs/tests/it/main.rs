@@ -5,6 +5,7 @@
 //! `bounds.rs` is a test binary of its own: it caps the process's address space and checks the
 //! process's peak resident set, so no other test may share its process.
 
+mod deny;
 mod items;
 mod jail;
 mod map;

@@ -582,7 +582,10 @@ async fn virtual_names_follow_the_store_rules() {
         MountConfig::virtual_namespace("v"),
     )]);
     let err = vfs
-        .call("write_file", json!({"path": "/v/.env", "content": "x"}))
+        .call(
+            "write_file",
+            json!({"path": "/v/_draft.md", "content": "x"}),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code, VfsErrorCode::InvalidPath);
@@ -595,7 +598,7 @@ async fn virtual_names_follow_the_store_rules() {
         "ok"
     );
     let err = vfs
-        .call("read_file", json!({"path": "/v/.env"}))
+        .call("read_file", json!({"path": "/v/_draft.md"}))
         .await
         .unwrap_err();
     assert_eq!(err.code, VfsErrorCode::InvalidPath);

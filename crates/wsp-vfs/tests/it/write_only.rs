@@ -234,7 +234,10 @@ async fn a_virtual_write_only_workspace_refuses_every_occupied_name_alike() {
     .await;
     // A name the store cannot hold says so: that depends only on the name the agent chose.
     let err = vfs
-        .call("write_file", json!({"path": "/out/.env", "content": "x"}))
+        .call(
+            "write_file",
+            json!({"path": "/out/_draft.md", "content": "x"}),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code, VfsErrorCode::InvalidPath, "{err:?}");
